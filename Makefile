@@ -1,0 +1,43 @@
+# EventDB: the single entry point for humans and CI. `make help` lists the targets.
+SHELL := /bin/bash
+NPM_STAMP := node_modules/.package-lock.json
+NODE_ARGS ?=
+
+.PHONY: help deps build test test-unit test-integration run bench check typecheck clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $(NPM_STAMP)
+
+deps: $(NPM_STAMP) ## install npm dependencies (npm ci) when package-lock.json changed
+
+build: deps ## compile TypeScript to dist/
+	npx tsc -p tsconfig.json
+
+typecheck: deps ## type-check without emitting
+	npx tsc -p tsconfig.json --noEmit
+
+test: build ## all tests that run on this machine (unit, integration, crash, and later tiers)
+	npx vitest run
+
+test-unit: build ## unit tests only
+	npx vitest run --project unit
+
+test-integration: build ## integration and crash tests (real node processes)
+	npx vitest run --project integration
+
+run: build ## run a single node on embedded defaults (data under ./data, 127.0.0.1:2113)
+	node dist/node/src/main.js --db ./data/db --index ./data/index $(NODE_ARGS)
+
+bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)
+	node dist/test/bench/run-bench.js
+
+check: typecheck test ## typecheck and all tests
+
+clean: ## remove build output
+	rm -rf dist
+
+-include test/k8s/k8s.mk

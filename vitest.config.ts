@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+// Test tiers. `unit` tests sit beside their source; the cross-module tiers live under test/.
+// Integration and crash tests spawn real node processes from dist/, so `make test` builds first.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['node/src/**/*.test.ts', 'operator/src/**/*.test.ts'],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/crash/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
