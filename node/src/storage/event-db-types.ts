@@ -1,0 +1,171 @@
+/**
+ * The storage engine's public contract: everything above storage/ (HTTP API, users, scavenge
+ * admin, main) talks to the engine only through these types and the EventDb interface.
+ *
+ * Numbers: event numbers and log positions are JS numbers (safe to 2^53). A log position is a
+ * byte offset in the global transaction log; an event number is a per-stream version from 0.
+ */
+
+/** Expected-version sentinels, as in EventStoreDB. */
+export const ExpectedVersion = {
+  Any: -2,
+  NoStream: -1,
+  StreamExists: -4,
+} as const;
+
+/** Event number recorded for a hard-deleted stream's tombstone (EventStoreDB uses long.MaxValue). */
+export const TOMBSTONE_EVENT_NUMBER = Number.MAX_SAFE_INTEGER;
+
+export interface NewEvent {
+  /** UUID, lower-case canonical form. */
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly data: Uint8Array;
+  readonly metadata: Uint8Array;
+  readonly isJson: boolean;
+}
+
+export interface RecordedEvent {
+  readonly stream: string;
+  readonly eventNumber: number;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly data: Buffer;
+  readonly metadata: Buffer;
+  readonly isJson: boolean;
+  /** Milliseconds since the Unix epoch, when the event was written. */
+  readonly createdMs: number;
+  /** Log position of the event's own record (EventStoreDB's "prepare position"). */
+  readonly logPosition: number;
+  /** Log position of the commit that made it visible (EventStoreDB's "commit position"). */
+  readonly commitPosition: number;
+}
+
+/** A position in $all, as EventStoreDB's TFPos. */
+export interface AllPosition {
+  readonly commitPosition: number;
+  readonly preparePosition: number;
+}
+
+export type AppendResult =
+  | {
+      readonly kind: 'success';
+      readonly firstEventNumber: number;
+      readonly lastEventNumber: number;
+      /** Log position of the commit record (the $all position of this write). */
+      readonly commitPosition: number;
+      /** True when the write was a retry of an identical earlier write and wrote nothing. */
+      readonly idempotent: boolean;
+    }
+  | {
+      readonly kind: 'wrong-expected-version';
+      /** The stream's current last event number; -1 when the stream does not exist. */
+      readonly currentVersion: number;
+    }
+  | { readonly kind: 'stream-deleted' };
+
+export interface StreamAcl {
+  readonly r?: readonly string[];
+  readonly w?: readonly string[];
+  readonly d?: readonly string[];
+  readonly mr?: readonly string[];
+  readonly mw?: readonly string[];
+}
+
+/** Parsed stream metadata (the latest event of `$$<stream>`). */
+export interface StreamMetadata {
+  readonly maxAgeSeconds?: number;
+  readonly maxCount?: number;
+  readonly truncateBefore?: number;
+  readonly cacheControlSeconds?: number;
+  readonly acl?: StreamAcl;
+  /** The raw JSON object as written by the client (including custom keys). */
+  readonly raw: Record<string, unknown>;
+}
+
+export type ReadDirection = 'forward' | 'backward';
+
+export type ReadStreamResult =
+  | {
+      readonly kind: 'success';
+      /** In the order of the read direction, with deleted/expired/truncated events removed. */
+      readonly events: readonly RecordedEvent[];
+      /** The stream's last event number (regardless of the page). */
+      readonly lastEventNumber: number;
+      /** Where the next page in the same direction starts (-1 when reading backward past 0). */
+      readonly nextEventNumber: number;
+      readonly isEndOfStream: boolean;
+    }
+  | { readonly kind: 'stream-not-found' }
+  | { readonly kind: 'stream-deleted' };
+
+export type ReadEventResult =
+  | { readonly kind: 'success'; readonly event: RecordedEvent }
+  | { readonly kind: 'event-not-found' }
+  | { readonly kind: 'stream-not-found' }
+  | { readonly kind: 'stream-deleted' };
+
+export interface ReadAllResult {
+  /** In the order of the read direction; includes system events and not-yet-scavenged ones. */
+  readonly events: readonly RecordedEvent[];
+  /** Where the next page in the same direction starts. */
+  readonly nextPosition: AllPosition;
+  readonly isEnd: boolean;
+}
+
+export type StreamState =
+  | { readonly kind: 'no-stream' }
+  | { readonly kind: 'exists'; readonly lastEventNumber: number; readonly softDeleted: boolean }
+  | { readonly kind: 'hard-deleted' };
+
+export interface EngineStats {
+  readonly writerCheckpoint: number;
+  readonly chaserCheckpoint: number;
+  readonly writer: {
+    readonly lastFlushSizeBytes: number;
+    readonly meanFlushSizeBytes: number;
+    readonly maxFlushSizeBytes: number;
+    readonly lastFlushDelayMs: number;
+    readonly meanFlushDelayMs: number;
+    readonly maxFlushDelayMs: number;
+    readonly queuedFlushMessages: number;
+    readonly flushCount: number;
+  };
+  readonly readIndex: {
+    readonly cachedRecord: number;
+    readonly notCachedRecord: number;
+    readonly cachedStreamInfo: number;
+    readonly notCachedStreamInfo: number;
+    readonly hashCollisions: number;
+  };
+  readonly diskIo: { readonly readBytes: number; readonly writtenBytes: number; readonly readOps: number; readonly writeOps: number };
+  readonly index: { readonly memTableEntries: number; readonly tableCount: number };
+  readonly chunkCount: number;
+}
+
+/** Notification that a write became durable and visible. */
+export interface CommittedWrite {
+  readonly stream: string;
+  readonly firstEventNumber: number;
+  readonly lastEventNumber: number;
+  readonly commitPosition: number;
+}
+
+export interface EventDb {
+  append(stream: string, expectedVersion: number, events: readonly NewEvent[]): Promise<AppendResult>;
+  /** Soft delete (default) or hard delete (tombstone). */
+  deleteStream(stream: string, expectedVersion: number, hard: boolean): Promise<AppendResult>;
+  readStream(stream: string, fromEventNumber: number, maxCount: number, direction: ReadDirection): Promise<ReadStreamResult>;
+  /** eventNumber -1 means the last event. */
+  readEvent(stream: string, eventNumber: number): Promise<ReadEventResult>;
+  /** Forward from {0,0}; backward from the end when `from` is undefined. */
+  readAll(from: AllPosition | undefined, maxCount: number, direction: ReadDirection): Promise<ReadAllResult>;
+  streamState(stream: string): Promise<StreamState>;
+  getStreamMetadata(stream: string): Promise<{ metadata: StreamMetadata; metastreamVersion: number }>;
+  setStreamMetadata(stream: string, expectedVersion: number, raw: Record<string, unknown>, eventId?: string): Promise<AppendResult>;
+  /** Calls the listener after each durable write; returns the unsubscribe function. */
+  onCommitted(listener: (write: CommittedWrite) => void): () => void;
+  mergeIndexes(): Promise<void>;
+  stats(): EngineStats;
+  close(): Promise<void>;
+}

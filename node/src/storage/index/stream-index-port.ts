@@ -1,0 +1,54 @@
+/**
+ * The contract between the engine (writer, readers, recovery) and the stream index.
+ *
+ * The index maps (64-bit stream hash, event number) -> log position of the event's record.
+ * It stores hashes only: two streams may share a hash, so an entry is a candidate that the
+ * engine confirms by reading the record and comparing the stream name. Entries with the same
+ * (hash, eventNumber) but different positions may coexist (a collision), and all are returned.
+ *
+ * Durability: the in-memory table is lost on a crash. `persistedLogPosition` tells the engine
+ * from where to replay the log on start; everything below it is in durable tables.
+ */
+
+export interface IndexEntry {
+  readonly streamHash: bigint;
+  readonly eventNumber: number;
+  readonly logPosition: number;
+}
+
+export interface StreamIndex {
+  /** Log position up to which the durable tables (indexmap) cover the log. */
+  readonly persistedLogPosition: number;
+  /** Log position up to which entries have been added (memtable included). */
+  readonly addedLogPosition: number;
+
+  /**
+   * Adds the entries of committed writes, in log order. `upToLogPosition` is the log position
+   * just past the last record they came from; the index covers the log up to it afterwards.
+   * May trigger a background flush of the memtable when it reaches its size limit.
+   */
+  add(entries: readonly IndexEntry[], upToLogPosition: number): void;
+
+  /** Entries of `streamHash` with fromEventNumber <= eventNumber <= toEventNumber, descending by (eventNumber, logPosition). */
+  getRange(streamHash: bigint, fromEventNumber: number, toEventNumber: number): IndexEntry[];
+
+  /**
+   * Entries of `streamHash` in descending event-number order starting at the highest,
+   * lazily, so the engine can walk collision candidates without materialising the stream.
+   */
+  iterateDescending(streamHash: bigint): Iterable<IndexEntry>;
+
+  /** Flushes the memtable to a table and merges all tables into one (admin mergeindexes). */
+  mergeAll(): Promise<void>;
+
+  /** Flushes the memtable to a durable table if it holds anything (used at clean shutdown). */
+  flush(): Promise<void>;
+
+  /** Waits for background flushes/merges; rethrows a failure. */
+  close(): Promise<void>;
+
+  stats(): { memTableEntries: number; tableCount: number; bloomFilterNegatives: number };
+}
+
+/** Computes a 64-bit stream hash; injectable so tests can force collisions. */
+export type StreamHasher = (streamName: string) => bigint;
