@@ -169,3 +169,26 @@ export interface EventDb {
   stats(): EngineStats;
   close(): Promise<void>;
 }
+
+/** Options of the engine; main.ts maps the node's config onto them. */
+export interface EventDbOptions {
+  /** Data directory (chunks and checkpoints). Ignored with memDb. */
+  readonly dbPath: string;
+  /** Index directory (indexmap, tables, bloom filters, stream-existence filter). Ignored with memDb. */
+  readonly indexPath: string;
+  /** Keep everything in memory; nothing is written to disk. */
+  readonly memDb: boolean;
+  /** Logical data size of one chunk in bytes (default 256 MiB). */
+  readonly chunkSizeBytes: number;
+  /** Memtable entries before it is flushed to a table (default 1,000,000). */
+  readonly maxMemTableSize: number;
+  /** Largest accepted event (data + metadata) in bytes (default 4 MiB). */
+  readonly maxEventSizeBytes: number;
+  /** Size of the stream existence bloom filter in bytes. */
+  readonly streamExistenceFilterSizeBytes: number;
+  /** Candidates walked per stream on a hash collision before giving up (default 100). */
+  readonly hashCollisionReadLimit: number;
+}
+
+/** Called once when the engine hits a condition it must not continue from (fsync failure, corruption). */
+export type FatalHandler = (err: Error) => void;
