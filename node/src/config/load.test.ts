@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, describeModifiedOptions, loadConfig } from './load.js';
+import { envName, flagName, yamlKey } from './option-names.js';
+
+const noFile = (): string => {
+  throw new Error('no file expected');
+};
+
+function load(argv: string[], env: Record<string, string> = {}, files: Record<string, string> = {}) {
+  return loadConfig({
+    argv,
+    env,
+    readFile: (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`ENOENT: ${path}`);
+      return text;
+    },
+  });
+}
+
+function issuesOf(run: () => unknown): string[] {
+  try {
+    run();
+  } catch (err: unknown) {
+    if (err instanceof ConfigError) return [...err.issues];
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('derives flag, YAML and env names from the key', () => {
+    expect(flagName('maxMemTableSize')).toBe('--max-mem-table-size');
+    expect(yamlKey('maxMemTableSize')).toBe('MaxMemTableSize');
+    expect(envName('maxMemTableSize')).toBe('SERVICE_MAX_MEM_TABLE_SIZE');
+  });
+
+  it('returns the defaults with source default when nothing is given', () => {
+    const { config, sources } = loadConfig({ argv: [], env: {}, readFile: noFile });
+    expect(config).toMatchObject({
+      db: 'db',
+      index: 'index',
+      memDb: false,
+      chunkSize: 268_435_456,
+      maxMemTableSize: 1_000_000,
+      maxEventSize: 4_194_304,
+      hashCollisionReadLimit: 100,
+      httpIp: '127.0.0.1',
+      httpPort: 2113,
+      scavengeHistoryMaxAge: 30,
+      scavengeBackendPageSize: 16,
+      scavengeBackendCacheSize: 67_108_864,
+      scavengeHashUsersCacheCapacity: 100_000,
+      disableScavengeMerging: false,
+      alwaysKeepScavenged: false,
+    });
+    expect(sources.httpPort).toBe('default');
+  });
+
+  it('applies defaults < file < env < flags', () => {
+    const files = { '/etc/node.yaml': 'HttpPort: 1000\nDb: /file/db\nIndex: /file/index\nMemDb: true\n' };
+    const env = { SERVICE_CONFIG: '/etc/node.yaml', SERVICE_HTTP_PORT: '2000', SERVICE_DB: '/env/db' };
+    const { config, sources } = load(['--http-port', '3000'], env, files);
+    expect(config.httpPort).toBe(3000);
+    expect(config.db).toBe('/env/db');
+    expect(config.index).toBe('/file/index');
+    expect(config.memDb).toBe(true);
+    expect(sources).toMatchObject({ httpPort: 'flag', db: 'env', index: 'file', memDb: 'file', chunkSize: 'default' });
+  });
+
+  it('parses booleans explicitly from flags and env', () => {
+    expect(load(['--mem-db']).config.memDb).toBe(true);
+    expect(load(['--mem-db', 'false']).config.memDb).toBe(false);
+    expect(load(['--mem-db=False']).config.memDb).toBe(false);
+    expect(load([], { SERVICE_MEM_DB: 'false' }).config.memDb).toBe(false);
+    expect(load([], { SERVICE_INSECURE: 'TRUE' }).config.insecure).toBe(true);
+    expect(issuesOf(() => load([], { SERVICE_MEM_DB: 'yes' }))).toEqual([
+      "SERVICE_MEM_DB: expected true or false, got 'yes'",
+    ]);
+  });
+
+  it('rejects unknown flags and file keys, naming them', () => {
+    expect(issuesOf(() => load(['--no-such-option', '1']))).toContain('unknown option --no-such-option');
+    const files = { 'c.yaml': 'HttpPrt: 1\n' };
+    expect(issuesOf(() => load(['--config', 'c.yaml'], {}, files))).toEqual([
+      'config file c.yaml: unknown option HttpPrt',
+    ]);
+  });
+
+  it('reports every invalid value with the option name of its source', () => {
+    const issues = issuesOf(() => load(['--http-port', 'abc', '--chunk-size=12'], { SERVICE_LOG_LEVEL: 'loud' }));
+    expect(issues).toHaveLength(3);
+    expect(issues.join('\n')).toMatch(/--http-port: expected an integer/);
+    expect(issues.join('\n')).toMatch(/--chunk-size:/);
+    expect(issues.join('\n')).toMatch(/SERVICE_LOG_LEVEL:/);
+  });
+
+  it('warns about unknown SERVICE_ variables and deprecated options without failing', () => {
+    const loaded = load(['--always-keep-scavenged'], { SERVICE_X_SERVICE_HOST: '10.0.0.1' });
+    expect(loaded.warnings.join('\n')).toMatch(/SERVICE_X_SERVICE_HOST/);
+    expect(loaded.warnings.join('\n')).toMatch(/--always-keep-scavenged: .*deprecated/);
+  });
+
+  it('masks secrets when describing modified options', () => {
+    const loaded = load(['--default-admin-password', 's3cret', '--http-port', '1']);
+    const described = describeModifiedOptions(loaded);
+    expect(described.defaultAdminPassword).toEqual({ value: '****', source: 'flag' });
+    expect(described.httpPort).toEqual({ value: 1, source: 'flag' });
+    expect(JSON.stringify(described)).not.toContain('s3cret');
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * Mechanical derivation of an option's external names from its camelCase key, so no mapping
+ * table has to be kept in step with the schema.
+ */
+import { OPTION_NAMES, type OptionName } from './schema.js';
+
+export const ENV_PREFIX = 'SERVICE_';
+
+function words(name: string): string[] {
+  return name.split(/(?=[A-Z])/).map((word) => word.toLowerCase());
+}
+
+/** `chunkSize` -> `--chunk-size` */
+export function flagName(name: OptionName): string {
+  return `--${words(name).join('-')}`;
+}
+
+/** `chunkSize` -> `ChunkSize` */
+export function yamlKey(name: OptionName): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+/** `chunkSize` -> `SERVICE_CHUNK_SIZE` */
+export function envName(name: OptionName): string {
+  return ENV_PREFIX + words(name).join('_').toUpperCase();
+}
+
+function lookupTable(derive: (name: OptionName) => string, fold: (s: string) => string): Map<string, OptionName> {
+  return new Map(OPTION_NAMES.map((name) => [fold(derive(name)), name]));
+}
+
+const BY_FLAG = lookupTable(flagName, (s) => s);
+const BY_YAML_KEY = lookupTable(yamlKey, (s) => s.toLowerCase());
+const BY_ENV = lookupTable(envName, (s) => s);
+
+export function optionByFlag(flag: string): OptionName | undefined {
+  return BY_FLAG.get(flag);
+}
+
+/** YAML keys are matched case-insensitively (`MemDb`, `memDb` and `memdb` are the same key). */
+export function optionByYamlKey(key: string): OptionName | undefined {
+  return BY_YAML_KEY.get(key.toLowerCase());
+}
+
+export function optionByEnvName(variable: string): OptionName | undefined {
+  return BY_ENV.get(variable);
+}

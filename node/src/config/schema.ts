@@ -1,0 +1,129 @@
+/**
+ * The node's options: one table, one zod schema. This is the only place defaults live.
+ *
+ * Names are derived mechanically from the camelCase key (see option-names.ts):
+ * `chunkSize` <-> flag `--chunk-size` <-> YAML `ChunkSize` <-> env `SERVICE_CHUNK_SIZE`.
+ * Each entry records its value kind so string sources (env, flags) are parsed explicitly;
+ * booleans accept only true/false, never JS truthiness.
+ */
+import { z } from 'zod';
+
+export type OptionKind = 'boolean' | 'integer' | 'string';
+
+export type OptionGroup = 'Application' | 'Database' | 'Interface' | 'Logging' | 'Scavenge';
+
+export interface OptionSpec {
+  readonly kind: OptionKind;
+  readonly group: OptionGroup;
+  readonly schema: z.ZodType;
+  /** Value never printed in logs or /info/options. */
+  readonly secret?: boolean;
+  /** Set for deprecated options; logged as a warning when the option is given. */
+  readonly deprecationMessage?: string;
+}
+
+function integerOption(
+  group: OptionGroup,
+  defaultValue: number,
+  description: string,
+  min = 0,
+): OptionSpec {
+  const schema = z.number().int().min(min).max(Number.MAX_SAFE_INTEGER);
+  return { kind: 'integer', group, schema: schema.default(defaultValue).describe(description) };
+}
+
+function booleanOption(group: OptionGroup, defaultValue: boolean, description: string): OptionSpec {
+  return { kind: 'boolean', group, schema: z.boolean().default(defaultValue).describe(description) };
+}
+
+function stringOption(group: OptionGroup, defaultValue: string, description: string): OptionSpec {
+  return { kind: 'string', group, schema: z.string().min(1).default(defaultValue).describe(description) };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Every option of the node. Keys are camelCase; units are stated in the description. */
+export const NODE_OPTIONS = {
+  config: {
+    kind: 'string',
+    group: 'Application',
+    schema: z.string().min(1).optional().describe('Path of a YAML configuration file (PascalCase keys).'),
+  },
+  logLevel: {
+    kind: 'string',
+    group: 'Logging',
+    schema: z.enum(LOG_LEVELS).default('info').describe(`Log level: ${LOG_LEVELS.join(', ')}.`),
+  },
+  insecure: booleanOption(
+    'Application',
+    false,
+    'Serve plain HTTP without TLS and without certificates. TLS is not implemented yet, so the node ' +
+      'always behaves as if this were true and says so at startup.',
+  ),
+  defaultAdminPassword: {
+    ...stringOption('Application', 'changeit', 'Password of the default admin user, used when it is first created.'),
+    secret: true,
+  },
+  defaultOpsPassword: {
+    ...stringOption('Application', 'changeit', 'Password of the default ops user, used when it is first created.'),
+    secret: true,
+  },
+  db: stringOption('Database', 'db', 'Data directory: chunk files and checkpoints.'),
+  index: stringOption('Database', 'index', 'Index directory: index tables, indexmap, stream existence filter.'),
+  memDb: booleanOption('Database', false, 'Keep the whole database in memory; nothing is written to disk.'),
+  chunkSize: integerOption('Database', 268_435_456, 'Logical data size of one chunk file, in bytes.', 4096),
+  maxMemTableSize: integerOption('Database', 1_000_000, 'Index entries kept in memory before they are written to a table.', 1),
+  maxEventSize: integerOption('Database', 4_194_304, 'Largest accepted event (data plus metadata), in bytes.', 1),
+  streamExistenceFilterSize: integerOption(
+    'Database',
+    256_000_000,
+    'Size of the stream existence bloom filter, in bytes (0 disables it).',
+  ),
+  hashCollisionReadLimit: integerOption(
+    'Database',
+    100,
+    'Index entries of other streams walked on a stream hash collision before the read gives up.',
+    1,
+  ),
+  httpIp: stringOption('Interface', '127.0.0.1', 'IP address the HTTP API listens on.'),
+  httpPort: integerOption('Interface', 2113, 'TCP port of the HTTP API (0 picks a free port).', 0),
+  disableScavengeMerging: booleanOption(
+    'Scavenge',
+    false,
+    'Do not merge small scavenged chunks into one physical chunk of about 256 MB.',
+  ),
+  scavengeHistoryMaxAge: integerOption('Scavenge', 30, 'How long scavenge history streams are kept, in days.'),
+  alwaysKeepScavenged: {
+    ...booleanOption('Scavenge', false, 'Always keep the newer chunk written by a scavenge (deprecated).'),
+    deprecationMessage: 'AlwaysKeepScavenged is deprecated and has no effect.',
+  },
+  scavengeBackendPageSize: integerOption('Scavenge', 16, 'Page size of the scavenge database, in KiB.', 1),
+  scavengeBackendCacheSize: integerOption('Scavenge', 67_108_864, 'Cache size of the scavenge database, in bytes.'),
+  scavengeHashUsersCacheCapacity: integerOption(
+    'Scavenge',
+    100_000,
+    'Stream hashes remembered for collision checks during accumulation.',
+    1,
+  ),
+} satisfies Record<string, OptionSpec>;
+
+export type OptionName = keyof typeof NODE_OPTIONS;
+
+type SchemaShape = { [K in OptionName]: (typeof NODE_OPTIONS)[K]['schema'] };
+
+function buildShape(): SchemaShape {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, spec] of Object.entries(NODE_OPTIONS)) shape[name] = spec.schema;
+  return shape as SchemaShape;
+}
+
+/** Unknown keys are errors: a typo must not be silently ignored. */
+export const NodeConfigSchema = z.object(buildShape()).strict();
+
+export type NodeConfig = z.infer<typeof NodeConfigSchema>;
+
+export const OPTION_NAMES = Object.keys(NODE_OPTIONS) as OptionName[];
+
+export function optionSpec(name: OptionName): OptionSpec {
+  return NODE_OPTIONS[name];
+}
