@@ -1,0 +1,66 @@
+/**
+ * An encapsulated fastify scope for the security-owned routes (users, info, stats, gossip,
+ * admin): zod request validation and response serialization, and an error handler that turns
+ * every client mistake into a 4xx so that no request can produce a 500.
+ *
+ * The scope is a child plugin, so its compilers and error handler do not leak into the rest of
+ * the server, whatever build-server configures at the root.
+ */
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import {
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+
+/** A fastify instance whose route schemas are zod types. */
+export type ZodScope = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+/** Registers `routes` in a child scope that validates and serializes with zod. */
+export function registerZodScope(
+  app: FastifyInstance,
+  routes: (scope: ZodScope) => void,
+): void {
+  void app.register(async (child) => {
+    child.setValidatorCompiler(validatorCompiler);
+    child.setSerializerCompiler(serializerCompiler);
+    child.setErrorHandler(handleScopeError);
+    routes(child.withTypeProvider<ZodTypeProvider>());
+  });
+}
+
+function handleScopeError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error.validation !== undefined) {
+    void reply.code(400).type('text/plain; charset=utf-8').send(`Bad Request: ${describeValidation(error)}`);
+    return;
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    void reply.code(status).type('text/plain; charset=utf-8').send(error.message);
+    return;
+  }
+  request.log.error({ err: error }, 'request failed');
+  void reply.code(500).type('text/plain; charset=utf-8').send('Internal Server Error');
+}
+
+function describeValidation(error: FastifyError): string {
+  const first = error.validation?.[0];
+  if (first === undefined) return error.message;
+  const where = first.instancePath === '' ? (error.validationContext ?? 'body') : first.instancePath;
+  return `${where} ${first.message ?? 'is invalid'}`;
+}
