@@ -1,0 +1,172 @@
+/**
+ * BlockFile: the one port through which storage touches file bytes. Two implementations:
+ * NodeBlockFile (a real file descriptor) and MemoryBlockFile (for --mem-db and unit tests).
+ *
+ * Reads are synchronous positioned reads: the hot read path is served from the page cache and a
+ * pread costs microseconds, far less than a hop through libuv's thread pool. Writes and syncs are
+ * asynchronous so the event loop keeps serving while the disk flushes (group commit relies on it).
+ * A failed sync is never retried: callers turn it into a FatalError.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+
+export interface IoCounters {
+  readBytes: number;
+  writtenBytes: number;
+  readOps: number;
+  writeOps: number;
+}
+
+export const ioCounters: IoCounters = { readBytes: 0, writtenBytes: 0, readOps: 0, writeOps: 0 };
+
+export interface BlockFile {
+  readonly path: string;
+  sizeBytes(): number;
+  /** Reads up to `length` bytes at `position`; returns the bytes actually read. */
+  readSync(position: number, length: number): Buffer;
+  write(buf: Uint8Array, position: number): Promise<void>;
+  /** fdatasync. Rejects on failure; the caller must treat that as fatal. */
+  sync(): Promise<void>;
+  truncate(sizeBytes: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class NodeBlockFile implements BlockFile {
+  readonly path: string;
+  private readonly fd: number;
+  private size: number;
+
+  private constructor(filePath: string, fd: number, size: number) {
+    this.path = filePath;
+    this.fd = fd;
+    this.size = size;
+  }
+
+  static openExisting(filePath: string, writable: boolean): NodeBlockFile {
+    const fd = fs.openSync(filePath, writable ? 'r+' : 'r');
+    return new NodeBlockFile(filePath, fd, fs.fstatSync(fd).size);
+  }
+
+  /** Creates the file (failing if it exists). */
+  static create(filePath: string): NodeBlockFile {
+    const fd = fs.openSync(filePath, 'wx+');
+    return new NodeBlockFile(filePath, fd, 0);
+  }
+
+  sizeBytes(): number {
+    return this.size;
+  }
+
+  readSync(position: number, length: number): Buffer {
+    const buf = Buffer.allocUnsafe(length);
+    let done = 0;
+    while (done < length) {
+      const n = fs.readSync(this.fd, buf, done, length - done, position + done);
+      if (n === 0) break;
+      done += n;
+    }
+    ioCounters.readBytes += done;
+    ioCounters.readOps += 1;
+    return done === length ? buf : buf.subarray(0, done);
+  }
+
+  async write(buf: Uint8Array, position: number): Promise<void> {
+    let done = 0;
+    // Partial writes are looped until every byte is down.
+    while (done < buf.length) {
+      const { bytesWritten } = await writeAt(this.fd, buf, done, position + done);
+      if (bytesWritten === 0) throw new Error(`write to ${this.path} made no progress`);
+      done += bytesWritten;
+    }
+    this.size = Math.max(this.size, position + buf.length);
+    ioCounters.writtenBytes += buf.length;
+    ioCounters.writeOps += 1;
+  }
+
+  sync(): Promise<void> {
+    return new Promise((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
+  }
+
+  async truncate(sizeBytes: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => fs.ftruncate(this.fd, sizeBytes, (err) => (err ? reject(err) : resolve())));
+    this.size = sizeBytes;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve, reject) => fs.close(this.fd, (err) => (err ? reject(err) : resolve())));
+  }
+}
+
+function writeAt(fd: number, buf: Uint8Array, offset: number, position: number): Promise<{ bytesWritten: number }> {
+  return new Promise((resolve, reject) =>
+    fs.write(fd, buf, offset, buf.length - offset, position, (err, bytesWritten) => (err ? reject(err) : resolve({ bytesWritten }))),
+  );
+}
+
+export class MemoryBlockFile implements BlockFile {
+  readonly path: string;
+  private buf: Buffer;
+  private size = 0;
+
+  constructor(filePath: string, initial?: Buffer) {
+    this.path = filePath;
+    this.buf = initial ? Buffer.from(initial) : Buffer.alloc(64 * 1024);
+    this.size = initial ? initial.length : 0;
+  }
+
+  sizeBytes(): number {
+    return this.size;
+  }
+
+  readSync(position: number, length: number): Buffer {
+    const end = Math.min(this.size, position + length);
+    return Buffer.from(this.buf.subarray(position, Math.max(position, end)));
+  }
+
+  async write(data: Uint8Array, position: number): Promise<void> {
+    const end = position + data.length;
+    if (end > this.buf.length) {
+      let cap = this.buf.length;
+      while (cap < end) cap *= 2;
+      const grown = Buffer.alloc(cap);
+      this.buf.copy(grown, 0, 0, this.size);
+      this.buf = grown;
+    }
+    this.buf.set(data, position);
+    this.size = Math.max(this.size, end);
+  }
+
+  async sync(): Promise<void> {}
+
+  async truncate(sizeBytes: number): Promise<void> {
+    if (sizeBytes < this.size) this.buf.fill(0, sizeBytes, this.size);
+    this.size = sizeBytes;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** fsync of a directory, so a create, rename or unlink inside it is durable. */
+export async function syncDirectory(dirPath: string): Promise<void> {
+  const handle = await fsp.open(dirPath, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes a whole file atomically: temp file, fsync, rename, fsync directory. */
+export async function writeFileAtomic(filePath: string, data: Uint8Array): Promise<void> {
+  const tmp = `${filePath}.${process.pid}.${Date.now()}.tmp`;
+  const handle = await fsp.open(tmp, 'w');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fsp.rename(tmp, filePath);
+  await syncDirectory(path.dirname(filePath));
+}

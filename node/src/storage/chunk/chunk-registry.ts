@@ -1,0 +1,179 @@
+/**
+ * The set of chunks that make up the log, and position -> chunk lookup.
+ *
+ * Recovery rules applied by `open` (writer.chk is the truth about what is durable):
+ * - temp files are deleted; for each chunk number the highest file version wins, older
+ *   versions left by an interrupted scavenge swap are deleted;
+ * - chunks must form a gap-free sequence from chunk 0;
+ * - completed chunks are verified against their checksum (a mismatch is fatal, naming the file);
+ * - chunk files wholly past writer.chk are deleted, and the active chunk's data past writer.chk
+ *   is cut off (it was never acknowledged).
+ */
+import type { Logger } from 'pino';
+import { Chunk } from './chunk.js';
+import type { ChunkStorage } from './chunk-storage.js';
+import { chunkFileName, parseChunkFileName } from '../format/chunk-header.js';
+import { FatalError, assert } from '../../errors.js';
+import type { FrameResult } from '../format/record.js';
+
+export class ChunkRegistry {
+  /** Index = logical chunk number; a merged chunk appears at each number it covers. */
+  private readonly chunks: Chunk[] = [];
+
+  private constructor(
+    readonly storage: ChunkStorage,
+    readonly chunkSizeBytes: number,
+    private readonly log: Logger,
+  ) {}
+
+  static async open(storage: ChunkStorage, chunkSizeBytes: number, writerPosition: number, log: Logger): Promise<ChunkRegistry> {
+    const registry = new ChunkRegistry(storage, chunkSizeBytes, log);
+    await registry.load(writerPosition);
+    return registry;
+  }
+
+  get active(): Chunk {
+    const last = this.chunks[this.chunks.length - 1];
+    assert(last !== undefined && !last.isCompleted, 'there is an active chunk');
+    return last;
+  }
+
+  get chunkCount(): number {
+    return new Set(this.chunks).size;
+  }
+
+  /** Distinct chunks in log order. */
+  allChunks(): Chunk[] {
+    return [...new Set(this.chunks)];
+  }
+
+  chunkAt(logPosition: number): Chunk | undefined {
+    return this.chunks[Math.floor(logPosition / this.chunkSizeBytes)];
+  }
+
+  private async load(writerPosition: number): Promise<void> {
+    const best = await this.pickFiles();
+    const writerChunkNumber = Math.floor(writerPosition / this.chunkSizeBytes);
+    const numbers = [...best.keys()].sort((a, b) => a - b);
+    let expected = 0;
+    for (const n of numbers) {
+      const name = best.get(n)!;
+      if (n > writerChunkNumber) {
+        this.log.warn({ file: name, writerPosition }, 'deleting chunk past the writer checkpoint');
+        await this.storage.remove(name);
+        continue;
+      }
+      if (n < expected) continue; // covered by a merged chunk before it
+      if (n !== expected) throw new FatalError('EDB_CHUNK_CORRUPT', `chunk ${expected} is missing from ${this.storage.description} (found ${name})`);
+      const chunk = Chunk.open(this.storage.open(name, true), true);
+      if (chunk.header.chunkStartNumber !== n) {
+        throw new FatalError('EDB_CHUNK_CORRUPT', `chunk file ${name} says it starts at chunk ${chunk.header.chunkStartNumber}`);
+      }
+      for (let i = chunk.header.chunkStartNumber; i <= chunk.header.chunkEndNumber; i++) this.chunks[i] = chunk;
+      expected = chunk.header.chunkEndNumber + 1;
+    }
+    await this.recoverTail(writerPosition);
+  }
+
+  /** Chooses the newest version of each chunk number and deletes leftovers. */
+  private async pickFiles(): Promise<Map<number, string>> {
+    const versions = new Map<number, { version: number; name: string }>();
+    for (const name of this.storage.list()) {
+      if (name.endsWith('.tmp')) {
+        await this.storage.remove(name);
+        continue;
+      }
+      const parsed = parseChunkFileName(name);
+      if (!parsed) continue;
+      const current = versions.get(parsed.chunkNumber);
+      if (current && current.version > parsed.version) {
+        await this.storage.remove(name);
+      } else {
+        if (current) await this.storage.remove(current.name);
+        versions.set(parsed.chunkNumber, { version: parsed.version, name });
+      }
+    }
+    return new Map([...versions].map(([n, v]) => [n, v.name]));
+  }
+
+  /** Makes the chunk holding writer.chk the active one, with nothing past writer.chk. */
+  private async recoverTail(writerPosition: number): Promise<void> {
+    const last = this.chunks[this.chunks.length - 1];
+    if (!last) {
+      assert(writerPosition === 0, `writer checkpoint ${writerPosition} but no chunks`);
+      await this.addNewChunk(0);
+      return;
+    }
+    if (last.isCompleted) {
+      assert(writerPosition <= last.endPosition, `writer checkpoint ${writerPosition} past completed chunk end ${last.endPosition}`);
+      assert(writerPosition >= last.logicalDataEndPosition, `writer checkpoint ${writerPosition} inside a completed chunk`);
+      await this.addNewChunk(last.header.chunkEndNumber + 1);
+      return;
+    }
+    const durable = writerPosition - last.startPosition;
+    if (durable < 0 || durable > last.physicalDataSizeBytes) {
+      throw new FatalError('EDB_CHUNK_CORRUPT', `active chunk ${last.file.path} holds ${last.physicalDataSizeBytes} bytes but writer.chk needs ${durable}`);
+    }
+    if (durable < last.physicalDataSizeBytes) {
+      this.log.warn({ file: last.file.path, discardedBytes: last.physicalDataSizeBytes - durable }, 'discarding log data past the writer checkpoint');
+      await last.truncateData(durable);
+    }
+  }
+
+  private async addNewChunk(chunkNumber: number): Promise<Chunk> {
+    const name = chunkFileName(chunkNumber, 0);
+    await this.storage.remove(name); // a header-only leftover from a crash during creation
+    const chunk = await Chunk.create(this.storage.create(name), chunkNumber, this.chunkSizeBytes);
+    await this.storage.syncDirectory();
+    this.chunks[chunkNumber] = chunk;
+    return chunk;
+  }
+
+  /** Seals the active chunk and starts the next one; returns the new active chunk. */
+  async completeActiveAndStartNext(): Promise<Chunk> {
+    const active = this.active;
+    await active.complete();
+    this.log.info({ file: active.file.path, dataSizeBytes: active.physicalDataSizeBytes }, 'chunk completed');
+    return this.addNewChunk(active.header.chunkEndNumber + 1);
+  }
+
+  /** Reads the record at a log position; `writerPosition` bounds what may be read. */
+  readRecord(logPosition: number, writerPosition: number): FrameResult {
+    const chunk = this.chunkAt(logPosition);
+    if (!chunk || logPosition >= writerPosition) return { kind: 'end' };
+    const physical = chunk.physicalOffsetOf(logPosition - chunk.startPosition);
+    if (physical < 0) return { kind: 'end' };
+    const limit = chunk.isCompleted ? chunk.physicalDataSizeBytes : Math.min(chunk.physicalDataSizeBytes, writerPosition - chunk.startPosition);
+    return chunk.readFrameAt(physical, limit, logPosition);
+  }
+
+  /** Truncation for restore/replication: drops chunks past `position` and data past it. */
+  async truncateTo(position: number): Promise<void> {
+    const keepNumber = Math.floor(position / this.chunkSizeBytes);
+    for (const chunk of this.allChunks().reverse()) {
+      if (chunk.header.chunkStartNumber <= keepNumber && position > chunk.startPosition) {
+        if (chunk.logicalDataEndPosition > position || chunk.isCompleted) {
+          assert(!chunk.header.isScavenged, `cannot truncate inside scavenged chunk ${chunk.file.path}`);
+          this.log.warn({ file: chunk.file.path, position }, 'truncating chunk');
+          await chunk.truncateData(position - chunk.startPosition);
+        }
+        break;
+      }
+      this.log.warn({ file: chunk.file.path, position }, 'deleting chunk past the truncate checkpoint');
+      await chunk.close();
+      for (const name of this.storage.list()) {
+        const parsed = parseChunkFileName(name);
+        if (parsed && parsed.chunkNumber === chunk.header.chunkStartNumber) await this.storage.remove(name);
+      }
+      this.chunks.length = chunk.header.chunkStartNumber;
+    }
+    await this.storage.syncDirectory();
+    if (this.chunks.length === 0 || this.chunks[this.chunks.length - 1]!.isCompleted) {
+      await this.addNewChunk(this.chunks.length);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const chunk of this.allChunks()) await chunk.close();
+  }
+}

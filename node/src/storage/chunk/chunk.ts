@@ -1,0 +1,259 @@
+/**
+ * One chunk of the transaction log: a file covering the logical range
+ * [chunkStartNumber * chunkSize, (chunkEndNumber + 1) * chunkSize).
+ *
+ * Invariants:
+ * - The header is written and synced before any data.
+ * - Records never straddle chunks; a record is read whole or reported torn.
+ * - A completed chunk is immutable; its footer carries the data checksum, verified on open.
+ * - A scavenged chunk may have fewer physical bytes than its logical span: a position map
+ *   translates logical offsets (of the kept records) to physical ones.
+ */
+import { crc32 } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES, RECORD_FRAME_OVERHEAD_BYTES } from '../limits.js';
+import {
+  decodeChunkFooter, decodeChunkHeader, encodeChunkFooter, encodeChunkHeader, type ChunkFooter, type ChunkHeader,
+} from '../format/chunk-header.js';
+import { decodeFrame, type FrameResult } from '../format/record.js';
+import { FatalError } from '../../errors.js';
+import type { BlockFile } from '../../platform/block-file.js';
+import { readInt64 } from '../format/binary.js';
+
+/** Bytes read ahead when fetching one record; most records fit in one read. */
+const READ_AHEAD_BYTES = 4096;
+const POSMAP_ENTRY_BYTES = 12;
+
+export class Chunk {
+  readonly header: ChunkHeader;
+  readonly file: BlockFile;
+  private footer: ChunkFooter | undefined;
+  /** Physical bytes of record data written (active chunk) or sealed (completed chunk). */
+  private dataSizeBytes: number;
+  /** For scavenged chunks: sorted logical offsets and their physical offsets. */
+  private posMapLogical: Float64Array | undefined;
+  private posMapPhysical: Float64Array | undefined;
+  /** crc32 of the data written so far (active chunk); undefined until computed after an open. */
+  private runningCrc: number | undefined;
+
+  private constructor(file: BlockFile, header: ChunkHeader, footer: ChunkFooter | undefined, dataSizeBytes: number) {
+    this.file = file;
+    this.header = header;
+    this.footer = footer;
+    this.dataSizeBytes = dataSizeBytes;
+  }
+
+  get startPosition(): number {
+    return this.header.chunkStartNumber * this.header.chunkSizeBytes;
+  }
+
+  get endPosition(): number {
+    return (this.header.chunkEndNumber + 1) * this.header.chunkSizeBytes;
+  }
+
+  get isCompleted(): boolean {
+    return this.footer?.isCompleted ?? false;
+  }
+
+  get physicalDataSizeBytes(): number {
+    return this.dataSizeBytes;
+  }
+
+  /** Logical end of the data (completed chunks) or of the written data (active chunk). */
+  get logicalDataEndPosition(): number {
+    return this.startPosition + (this.footer ? this.footer.logicalDataSizeBytes : this.dataSizeBytes);
+  }
+
+  /** Creates a new active chunk file: header written and synced. */
+  static async create(file: BlockFile, chunkNumber: number, chunkSizeBytes: number): Promise<Chunk> {
+    const header: ChunkHeader = {
+      chunkSizeBytes, chunkStartNumber: chunkNumber, chunkEndNumber: chunkNumber, isScavenged: false, chunkId: randomUUID(),
+    };
+    await file.write(encodeChunkHeader(header), 0);
+    await syncOrDie(file);
+    const chunk = new Chunk(file, header, undefined, 0);
+    chunk.runningCrc = 0;
+    return chunk;
+  }
+
+  /**
+   * Opens an existing chunk file. Completed chunks are verified against their footer checksum;
+   * for the active chunk the caller passes how much data is known durable (from writer.chk).
+   */
+  static open(file: BlockFile, verify: boolean): Chunk {
+    const size = file.sizeBytes();
+    if (size < CHUNK_HEADER_SIZE_BYTES) throw corrupt(file, 'file is shorter than a chunk header');
+    let header: ChunkHeader;
+    try {
+      header = decodeChunkHeader(file.readSync(0, CHUNK_HEADER_SIZE_BYTES));
+    } catch (err: unknown) {
+      throw corrupt(file, (err as Error).message);
+    }
+    const footer = Chunk.tryReadFooter(file, size);
+    if (!footer) return new Chunk(file, header, undefined, size - CHUNK_HEADER_SIZE_BYTES);
+    const chunk = new Chunk(file, header, footer, footer.physicalDataSizeBytes);
+    const expectedSize = CHUNK_HEADER_SIZE_BYTES + footer.physicalDataSizeBytes + footer.mapCount * POSMAP_ENTRY_BYTES + CHUNK_FOOTER_SIZE_BYTES;
+    if (expectedSize !== size) throw corrupt(file, `size ${size} does not match its footer (${expectedSize})`);
+    if (verify) chunk.verifyChecksum();
+    if (footer.mapCount > 0) chunk.loadPosMap();
+    return chunk;
+  }
+
+  private static tryReadFooter(file: BlockFile, size: number): ChunkFooter | undefined {
+    if (size < CHUNK_HEADER_SIZE_BYTES + CHUNK_FOOTER_SIZE_BYTES) return undefined;
+    try {
+      const footer = decodeChunkFooter(file.readSync(size - CHUNK_FOOTER_SIZE_BYTES, CHUNK_FOOTER_SIZE_BYTES));
+      return footer.isCompleted ? footer : undefined;
+    } catch {
+      return undefined; // An active chunk ends in record data, not a footer.
+    }
+  }
+
+  /** Reads all data and map bytes and compares with the footer's crc32. */
+  verifyChecksum(): void {
+    const footer = this.footer;
+    if (!footer) return;
+    const total = footer.physicalDataSizeBytes + footer.mapCount * POSMAP_ENTRY_BYTES;
+    let crc = 0;
+    const step = 8 * 1024 * 1024;
+    for (let done = 0; done < total; done += step) {
+      const len = Math.min(step, total - done);
+      const part = this.file.readSync(CHUNK_HEADER_SIZE_BYTES + done, len);
+      if (part.length !== len) throw corrupt(this.file, 'data is shorter than the footer says');
+      crc = crc32(part, crc);
+    }
+    if (crc !== footer.dataCrc32) throw corrupt(this.file, 'data checksum does not match the footer');
+  }
+
+  private loadPosMap(): void {
+    const footer = this.footer!;
+    const bytes = this.file.readSync(CHUNK_HEADER_SIZE_BYTES + footer.physicalDataSizeBytes, footer.mapCount * POSMAP_ENTRY_BYTES);
+    this.posMapLogical = new Float64Array(footer.mapCount);
+    this.posMapPhysical = new Float64Array(footer.mapCount);
+    for (let i = 0; i < footer.mapCount; i++) {
+      this.posMapPhysical[i] = bytes.readUInt32LE(i * POSMAP_ENTRY_BYTES);
+      this.posMapLogical[i] = readInt64(bytes, i * POSMAP_ENTRY_BYTES + 4);
+    }
+  }
+
+  /** Physical data offset of a logical offset, or -1 when no record starts there (scavenged away). */
+  physicalOffsetOf(logicalOffset: number): number {
+    const logical = this.posMapLogical;
+    if (!logical) return logicalOffset;
+    let lo = 0;
+    let hi = logical.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = logical[mid]!;
+      if (v === logicalOffset) return this.posMapPhysical![mid]!;
+      if (v < logicalOffset) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /** Physical offset of the first kept record at or after a logical offset (-1 past the end). */
+  firstPhysicalAtOrAfterLogical(logicalOffset: number): number {
+    const logical = this.posMapLogical;
+    if (!logical) return logicalOffset;
+    let lo = 0;
+    let hi = logical.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (logical[mid]! < logicalOffset) lo = mid + 1; else hi = mid;
+    }
+    return lo < logical.length ? this.posMapPhysical![lo]! : -1;
+  }
+
+  /** Logical offset of the record at a physical offset (inverse of physicalOffsetOf). */
+  logicalOffsetOfPhysical(physicalOffset: number): number {
+    const physical = this.posMapPhysical;
+    if (!physical) return physicalOffset;
+    let lo = 0;
+    let hi = physical.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = physical[mid]!;
+      if (v === physicalOffset) return this.posMapLogical![mid]!;
+      if (v < physicalOffset) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /**
+   * Reads the frame at a physical data offset, limited to `physicalLimit` bytes of data
+   * (the writer checkpoint for the active chunk). `logPosition` is what the record must say.
+   */
+  readFrameAt(physicalOffset: number, physicalLimit: number, logPosition: number): FrameResult {
+    if (physicalOffset + RECORD_FRAME_OVERHEAD_BYTES > physicalLimit) return { kind: 'end' };
+    const fileOffset = CHUNK_HEADER_SIZE_BYTES + physicalOffset;
+    let buf = this.file.readSync(fileOffset, Math.min(READ_AHEAD_BYTES, physicalLimit - physicalOffset));
+    const length = buf.readUInt32LE(0);
+    const needed = length + RECORD_FRAME_OVERHEAD_BYTES;
+    if (length > 0 && needed > buf.length && physicalOffset + needed <= physicalLimit) {
+      buf = this.file.readSync(fileOffset, needed);
+    }
+    return decodeFrame(buf, 0, buf.length, logPosition);
+  }
+
+  /** Reads raw bytes of record data (sequential scans read big blocks). */
+  readData(physicalOffset: number, length: number): Buffer {
+    return this.file.readSync(CHUNK_HEADER_SIZE_BYTES + physicalOffset, length);
+  }
+
+  /** Appends record bytes at the end of the data (active chunk only); not yet durable. */
+  async append(bytes: Uint8Array): Promise<void> {
+    if (this.isCompleted) throw new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`);
+    await this.file.write(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    this.dataSizeBytes += bytes.length;
+    if (this.runningCrc !== undefined) this.runningCrc = crc32(bytes, this.runningCrc);
+  }
+
+  async sync(): Promise<void> {
+    await syncOrDie(this.file);
+  }
+
+  /** Drops data past `physicalSize` (recovery: discard what writer.chk does not cover). */
+  async truncateData(physicalSize: number): Promise<void> {
+    await this.file.truncate(CHUNK_HEADER_SIZE_BYTES + physicalSize);
+    await syncOrDie(this.file);
+    this.dataSizeBytes = physicalSize;
+    this.footer = undefined;
+    this.runningCrc = this.computeDataCrc();
+  }
+
+  /** Seals the chunk: footer with the data checksum, synced. */
+  async complete(): Promise<void> {
+    const crc = this.runningCrc ?? this.computeDataCrc();
+    const footer: ChunkFooter = {
+      isCompleted: true, physicalDataSizeBytes: this.dataSizeBytes, logicalDataSizeBytes: this.dataSizeBytes, mapCount: 0, dataCrc32: crc,
+    };
+    await this.file.write(encodeChunkFooter(footer), CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    await syncOrDie(this.file);
+    this.footer = footer;
+  }
+
+  private computeDataCrc(): number {
+    let crc = 0;
+    const step = 8 * 1024 * 1024;
+    for (let done = 0; done < this.dataSizeBytes; done += step) {
+      crc = crc32(this.readData(done, Math.min(step, this.dataSizeBytes - done)), crc);
+    }
+    return crc;
+  }
+
+  close(): Promise<void> {
+    return this.file.close();
+  }
+}
+
+async function syncOrDie(file: BlockFile): Promise<void> {
+  try {
+    await file.sync();
+  } catch (err: unknown) {
+    throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${file.path} failed`, { cause: err });
+  }
+}
+
+function corrupt(file: BlockFile, reason: string): FatalError {
+  return new FatalError('EDB_CHUNK_CORRUPT', `chunk file ${file.path} is corrupt: ${reason}`, { details: { file: file.path } });
+}

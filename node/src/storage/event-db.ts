@@ -1,0 +1,750 @@
+/**
+ * The storage engine facade: the only storage module imported from outside storage/.
+ *
+ * Data flow of a write: append() validates and queues a request -> the writer loop takes every
+ * queued request (group commit), decides each against the stream state as of the writes before
+ * it (append-decision.ts), encodes all records into one buffer, writes it to the active chunk,
+ * fdatasyncs it, moves writer.chk and fsyncs that, and only then adds the entries to the index,
+ * updates the caches, notifies listeners and resolves the promises. A failed write or fsync is
+ * fatal: the node stops instead of acknowledging anything it cannot guarantee.
+ *
+ * Reads go through the index (stream reads) or walk the log (reads of $all), never past writer.chk.
+ */
+import type { Logger } from 'pino';
+import path from 'node:path';
+import fs from 'node:fs';
+import { EventDbError, FatalError, assert } from '../errors.js';
+import {
+  ExpectedVersion, TOMBSTONE_EVENT_NUMBER,
+  type AllPosition, type AppendResult, type CommittedWrite, type EngineStats, type EventDb, type EventDbOptions,
+  type FatalHandler, type NewEvent, type ReadAllResult, type ReadDirection, type ReadEventResult, type ReadStreamResult,
+  type RecordedEvent, type StreamMetadata, type StreamState,
+} from './event-db-types.js';
+import { ChunkRegistry } from './chunk/chunk-registry.js';
+import { DirectoryChunkStorage, MemoryChunkStorage } from './chunk/chunk-storage.js';
+import { FileCheckpoint, MemoryCheckpoint, type Checkpoint } from './checkpoint/checkpoint.js';
+import { LogReader } from './reader/log-reader.js';
+import { PrepareFlags, RecordType, SystemRecordType, type LogRecord, type PrepareRecord } from './format/record.js';
+import { decideAppend, type StreamWriteState } from './append-decision.js';
+import { encodeGroup, plannedSizeBytes, type EncodedGroup, type PlannedRecordGroup } from './writer/write-batch.js';
+import {
+  EMPTY_METADATA, METADATA_EVENT_TYPE, SOFT_DELETED_TRUNCATE_BEFORE, TOMBSTONE_EVENT_TYPE, firstVisibleEventNumber,
+  isExpired, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseStreamMetadata,
+} from './stream-metadata.js';
+import { APPEND_EVENT_COUNT_MAX, CHUNK_HEADER_SIZE_BYTES, EVENT_TYPE_BYTES_MAX, STREAM_NAME_BYTES_MAX, WRITE_BATCH_BYTES_MAX } from './limits.js';
+import { isUuid } from './format/binary.js';
+import type { IndexEntry, StreamHasher, StreamIndex } from './index/stream-index-port.js';
+import { ioCounters } from '../platform/block-file.js';
+import { BoundedCache } from './bounded-cache.js';
+import { openIndexForEngine } from './index-adapter.js';
+
+export interface EventDbDeps {
+  readonly log: Logger;
+  readonly onFatal: FatalHandler;
+  /** Tests force hash collisions with their own hasher. */
+  readonly hasher?: StreamHasher;
+  /** Clock in ms since the epoch; injectable for $maxAge tests. */
+  readonly nowMs?: () => number;
+}
+
+type WriteRequest = {
+  readonly build: (ctx: BatchContext) => PlannedRecordGroup[] | AppendResult;
+  readonly resolve: (r: AppendResult) => void;
+  readonly reject: (e: unknown) => void;
+};
+
+interface QueuedOutcome {
+  readonly request: WriteRequest;
+  readonly groups: readonly PlannedRecordGroup[];
+  /** The result to answer with once the batch is durable (positions filled in after encoding). */
+  readonly result: AppendResult;
+}
+
+/** Stream state as of the writes already placed in the batch being formed. */
+class BatchContext {
+  readonly lastNumbers = new Map<string, number>();
+  readonly metadata = new Map<string, { version: number; metadata: StreamMetadata }>();
+  readonly ids = new Map<string, Map<number, string>>();
+  readonly recentIds = new Map<string, { stream: string; eventNumber: number }>();
+  constructor(readonly engine: Engine) {}
+
+  lastEventNumber(stream: string): number {
+    return this.lastNumbers.get(stream) ?? this.engine.committedLastEventNumber(stream);
+  }
+  streamMetadata(stream: string): { version: number; metadata: StreamMetadata } {
+    return this.metadata.get(stream) ?? this.engine.committedMetadata(stream);
+  }
+  writeState(stream: string): StreamWriteState {
+    const last = this.lastEventNumber(stream);
+    const softDeleted = !isMetastream(stream) && isSoftDeleted(this.streamMetadata(stream).metadata);
+    return { lastEventNumber: last, softDeleted };
+  }
+  idAt(stream: string, eventNumber: number): string | undefined {
+    return this.ids.get(stream)?.get(eventNumber) ?? this.engine.committedEventId(stream, eventNumber);
+  }
+  recentNumberOf(stream: string, eventId: string): number | undefined {
+    const hit = this.recentIds.get(eventId) ?? this.engine.recentEventIds.get(eventId);
+    return hit && hit.stream === stream ? hit.eventNumber : undefined;
+  }
+  /** Records the effect of a planned write so later requests in the batch see it. */
+  place(stream: string, events: readonly { eventNumber: number; event: NewEvent }[]): void {
+    let ids = this.ids.get(stream);
+    if (!ids) { ids = new Map(); this.ids.set(stream, ids); }
+    for (const e of events) {
+      ids.set(e.eventNumber, e.event.eventId);
+      this.recentIds.set(e.event.eventId, { stream, eventNumber: e.eventNumber });
+    }
+    const last = events[events.length - 1];
+    if (last) this.lastNumbers.set(stream, last.eventNumber);
+    if (isMetastream(stream) && last) {
+      this.metadata.set(originalStreamOf(stream), { version: last.eventNumber, metadata: parseStreamMetadata(last.event.data) });
+    }
+  }
+}
+
+export class Engine implements EventDb {
+  private queue: WriteRequest[] = [];
+  private writing = false;
+  private failed: Error | undefined;
+  private closed = false;
+  private writerPos: number;
+  private readonly listeners = new Set<(w: CommittedWrite) => void>();
+  private readonly lastNumberCache = new BoundedCache<string, number>(200_000);
+  private readonly metadataCache = new BoundedCache<string, { version: number; metadata: StreamMetadata }>(100_000);
+  readonly recentEventIds = new BoundedCache<string, { stream: string; eventNumber: number }>(100_000);
+  private readonly reader: LogReader;
+  private readonly hasher: StreamHasher;
+  private readonly nowMs: () => number;
+  private chaserTimer: NodeJS.Timeout | undefined;
+  private readonly flushStats = { last: 0, total: 0, max: 0, count: 0, lastDelayMs: 0, totalDelayMs: 0, maxDelayMs: 0 };
+  private readonly cacheStats = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0, hashCollisions: 0 };
+
+  constructor(
+    private readonly options: EventDbOptions,
+    private readonly deps: EventDbDeps,
+    private readonly registry: ChunkRegistry,
+    private readonly index: StreamIndex,
+    private readonly checkpoints: EngineCheckpoints,
+    hasher: StreamHasher,
+  ) {
+    this.hasher = hasher;
+    this.nowMs = deps.nowMs ?? Date.now;
+    this.writerPos = Math.max(checkpoints.writer.read(), registry.active.startPosition);
+    this.reader = new LogReader(registry, () => this.writerPos);
+  }
+
+  get writerPosition(): number {
+    return this.writerPos;
+  }
+
+  // ---------------------------------------------------------------- start-up
+
+  /** Brings the index up to the writer checkpoint by reading only the log past the index. */
+  catchUpIndex(): { records: number; fromPosition: number } {
+    const from = this.index.addedLogPosition;
+    let pending: IndexEntry[] = [];
+    let records = 0;
+    this.reader.scan(from, this.writerPos, (record, nextPosition) => {
+      records += 1;
+      if (record.type === RecordType.Prepare) {
+        pending.push({ streamHash: this.hasher(record.stream), eventNumber: record.eventNumber, logPosition: record.logPosition });
+      } else if (record.type === RecordType.Commit) {
+        this.index.add(pending, nextPosition);
+        pending = [];
+      }
+    });
+    // Prepares without a commit below writer.chk cannot happen: a batch is durable whole or not at all.
+    assert(pending.length === 0, `log ends with ${pending.length} uncommitted records below the writer checkpoint`);
+    return { records, fromPosition: from };
+  }
+
+  startBackgroundWork(): void {
+    this.chaserTimer = setInterval(() => void this.writeChaser(), 1000);
+    this.chaserTimer.unref();
+  }
+
+  private async writeChaser(): Promise<void> {
+    const position = this.index.addedLogPosition;
+    if (this.failed || position === this.checkpoints.chaser.read()) return;
+    try {
+      await this.checkpoints.chaser.write(position);
+    } catch (err: unknown) {
+      this.fail(err);
+    }
+  }
+
+  async writeEpoch(): Promise<void> {
+    const epochNumber = this.checkpoints.epochNumber + 1;
+    const data = Buffer.from(JSON.stringify({ epochNumber, epochPosition: this.writerPos, prevEpochPosition: this.checkpoints.epoch.read(), timeStamp: new Date(this.nowMs()).toISOString() }));
+    const result = await this.enqueue(() => [{ kind: 'system', systemRecordType: SystemRecordType.Epoch, data }]);
+    if (result.kind === 'success') {
+      await this.checkpoints.epoch.write(result.commitPosition);
+      this.checkpoints.epochNumber = epochNumber;
+    }
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  append(stream: string, expectedVersion: number, events: readonly NewEvent[]): Promise<AppendResult> {
+    this.validateWrite(stream, expectedVersion, events);
+    return this.enqueue((ctx) => this.buildAppend(ctx, stream, expectedVersion, events));
+  }
+
+  deleteStream(stream: string, expectedVersion: number, hard: boolean): Promise<AppendResult> {
+    this.validateWrite(stream, expectedVersion, []);
+    return this.enqueue((ctx) => this.buildDelete(ctx, stream, expectedVersion, hard));
+  }
+
+  setStreamMetadata(stream: string, expectedVersion: number, raw: Record<string, unknown>, eventId?: string): Promise<AppendResult> {
+    const event: NewEvent = {
+      eventId: eventId ?? crypto.randomUUID(), eventType: METADATA_EVENT_TYPE,
+      data: Buffer.from(JSON.stringify(raw)), metadata: Buffer.alloc(0), isJson: true,
+    };
+    return this.append(metastreamOf(stream), expectedVersion, [event]);
+  }
+
+  private validateWrite(stream: string, expectedVersion: number, events: readonly NewEvent[]): void {
+    if (this.closed) throw new EventDbError('EDB_CLOSED', 'the database is shutting down', { httpStatus: 503 });
+    if (stream.length === 0) throw badRequest('stream name must not be empty');
+    if (Buffer.byteLength(stream) > STREAM_NAME_BYTES_MAX) throw badRequest(`stream name is longer than ${STREAM_NAME_BYTES_MAX} bytes`);
+    if (stream === '$all') throw badRequest('cannot write to $all');
+    if (!Number.isSafeInteger(expectedVersion) || expectedVersion < -4 || expectedVersion === -3) {
+      throw badRequest(`invalid expected version ${expectedVersion}`);
+    }
+    if (events.length > APPEND_EVENT_COUNT_MAX) throw badRequest(`an append may carry at most ${APPEND_EVENT_COUNT_MAX} events`);
+    let total = 0;
+    for (const e of events) {
+      if (!isUuid(e.eventId)) throw badRequest(`event id '${e.eventId}' is not a UUID`);
+      if (e.eventType.length === 0) throw badRequest('event type must not be empty');
+      if (Buffer.byteLength(e.eventType) > EVENT_TYPE_BYTES_MAX) throw badRequest(`event type is longer than ${EVENT_TYPE_BYTES_MAX} bytes`);
+      const size = e.data.length + e.metadata.length;
+      if (size > this.options.maxEventSizeBytes) {
+        throw new EventDbError('EDB_EVENT_TOO_LARGE', `event ${e.eventId} is ${size} bytes; the limit is ${this.options.maxEventSizeBytes}`, { httpStatus: 400 });
+      }
+      total += size + 256;
+    }
+    if (total > Math.min(WRITE_BATCH_BYTES_MAX, this.options.chunkSizeBytes - CHUNK_HEADER_SIZE_BYTES - 256)) {
+      throw new EventDbError('EDB_APPEND_TOO_LARGE', `append of ${total} bytes does not fit one write`, { httpStatus: 400 });
+    }
+  }
+
+  private buildAppend(ctx: BatchContext, stream: string, expectedVersion: number, events: readonly NewEvent[]): PlannedRecordGroup[] | AppendResult {
+    if (isMetastream(stream) && ctx.lastEventNumber(originalStreamOf(stream)) === TOMBSTONE_EVENT_NUMBER) return { kind: 'stream-deleted' };
+    const state = ctx.writeState(stream);
+    const decision = decideAppend(state, expectedVersion, events.map((e) => e.eventId), {
+      idAt: (n) => ctx.idAt(stream, n),
+      recentNumberOf: (id) => ctx.recentNumberOf(stream, id),
+    });
+    switch (decision.kind) {
+      case 'stream-deleted': return { kind: 'stream-deleted' };
+      case 'wrong-expected-version': return { kind: 'wrong-expected-version', currentVersion: visibleVersion(state) };
+      case 'idempotent':
+        return { kind: 'success', firstEventNumber: decision.firstEventNumber, lastEventNumber: decision.lastEventNumber, commitPosition: -1, idempotent: true };
+      case 'write': break;
+    }
+    const groups: PlannedRecordGroup[] = [];
+    if (decision.recreate) groups.push(this.planRecreate(ctx, stream, decision.firstEventNumber));
+    if (events.length === 0) {
+      return { kind: 'success', firstEventNumber: decision.firstEventNumber, lastEventNumber: decision.firstEventNumber - 1, commitPosition: -1, idempotent: false };
+    }
+    const planned = events.map((event, i) => ({
+      event, eventNumber: decision.firstEventNumber + i, flags: PrepareFlags.Data | PrepareFlags.IsCommitted | (event.isJson ? PrepareFlags.IsJson : 0),
+    }));
+    ctx.place(stream, planned);
+    groups.push({ kind: 'events', stream, events: planned });
+    return groups;
+  }
+
+  /** A write to a soft-deleted stream sets `$tb` to its first new event (EventStoreDB's undelete). */
+  private planRecreate(ctx: BatchContext, stream: string, firstEventNumber: number): PlannedRecordGroup {
+    const meta = ctx.streamMetadata(stream);
+    const raw = { ...meta.metadata.raw, $tb: firstEventNumber };
+    return this.planMetadataWrite(ctx, stream, meta.version, raw);
+  }
+
+  private planMetadataWrite(ctx: BatchContext, stream: string, metaVersion: number, raw: Record<string, unknown>): PlannedRecordGroup {
+    const metastream = metastreamOf(stream);
+    const event: NewEvent = { eventId: crypto.randomUUID(), eventType: METADATA_EVENT_TYPE, data: Buffer.from(JSON.stringify(raw)), metadata: Buffer.alloc(0), isJson: true };
+    const planned = [{ event, eventNumber: Math.max(metaVersion, ctx.lastEventNumber(metastream)) + 1, flags: PrepareFlags.Data | PrepareFlags.IsCommitted | PrepareFlags.IsJson }];
+    ctx.place(metastream, planned);
+    return { kind: 'events', stream: metastream, events: planned };
+  }
+
+  private buildDelete(ctx: BatchContext, stream: string, expectedVersion: number, hard: boolean): PlannedRecordGroup[] | AppendResult {
+    const state = ctx.writeState(stream);
+    if (state.lastEventNumber === TOMBSTONE_EVENT_NUMBER) return { kind: 'stream-deleted' };
+    const decision = decideAppend(state, expectedVersion, [], { idAt: () => undefined, recentNumberOf: () => undefined });
+    if (decision.kind === 'wrong-expected-version') return { kind: 'wrong-expected-version', currentVersion: visibleVersion(state) };
+    if (decision.kind !== 'write') return { kind: 'stream-deleted' };
+    if (!hard) {
+      const meta = ctx.streamMetadata(stream);
+      const raw = { ...meta.metadata.raw, $tb: SOFT_DELETED_TRUNCATE_BEFORE };
+      return [this.planMetadataWrite(ctx, stream, meta.version, raw)];
+    }
+    const event: NewEvent = { eventId: crypto.randomUUID(), eventType: TOMBSTONE_EVENT_TYPE, data: Buffer.alloc(0), metadata: Buffer.alloc(0), isJson: false };
+    const planned = [{ event, eventNumber: TOMBSTONE_EVENT_NUMBER, flags: PrepareFlags.StreamDelete | PrepareFlags.IsCommitted }];
+    ctx.place(stream, planned);
+    return [{ kind: 'events', stream, events: planned }];
+  }
+
+  private enqueue(build: WriteRequest['build']): Promise<AppendResult> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.queue.push({ build, resolve, reject });
+      if (!this.writing) void this.runWriter();
+    });
+  }
+
+  /** The single writer loop: one batch at a time, each batch one write and one fsync. */
+  private async runWriter(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length > 0 && !this.failed) {
+        const startedMs = performance.now();
+        const batch = this.formBatch();
+        if (batch.outcomes.length === 0 && batch.needsNewChunk) {
+          await this.registry.completeActiveAndStartNext();
+          this.writerPos = this.registry.active.startPosition;
+          await this.checkpoints.writer.write(this.writerPos);
+          continue;
+        }
+        await this.flushBatch(batch, startedMs);
+      }
+    } catch (err: unknown) {
+      this.fail(err);
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private formBatch(): { outcomes: QueuedOutcome[]; needsNewChunk: boolean; sizeBytes: number } {
+    const ctx = new BatchContext(this);
+    const outcomes: QueuedOutcome[] = [];
+    const active = this.registry.active;
+    const spaceBytes = active.endPosition - this.writerPos;
+    let sizeBytes = 0;
+    while (this.queue.length > 0) {
+      const request = this.queue[0]!;
+      let built: PlannedRecordGroup[] | AppendResult;
+      try {
+        built = request.build(ctx);
+      } catch (err: unknown) {
+        this.queue.shift();
+        request.reject(err);
+        continue;
+      }
+      if (!Array.isArray(built)) {
+        this.queue.shift();
+        if (built.kind === 'success' && built.idempotent) outcomes.push({ request, groups: [], result: built });
+        else if (built.kind === 'success') outcomes.push({ request, groups: [], result: { ...built, commitPosition: this.writerPos } });
+        else request.resolve(built);
+        continue;
+      }
+      const size = built.reduce((n, g) => n + plannedSizeBytes(g), 0);
+      if (sizeBytes + size > spaceBytes || (sizeBytes > 0 && sizeBytes + size > WRITE_BATCH_BYTES_MAX)) {
+        // The request stays queued and is decided again, against a fresh context, next batch.
+        return { outcomes, needsNewChunk: sizeBytes + size > spaceBytes, sizeBytes };
+      }
+      this.queue.shift();
+      sizeBytes += size;
+      outcomes.push({ request, groups: built, result: { kind: 'success', firstEventNumber: 0, lastEventNumber: 0, commitPosition: 0, idempotent: false } });
+    }
+    return { outcomes, needsNewChunk: false, sizeBytes };
+  }
+
+  private async flushBatch(batch: { outcomes: QueuedOutcome[]; sizeBytes: number }, startedMs: number): Promise<void> {
+    const buf = Buffer.allocUnsafe(batch.sizeBytes);
+    const nowMs = this.nowMs();
+    let offset = 0;
+    const encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[] = [];
+    for (const outcome of batch.outcomes) {
+      const groups: EncodedGroup[] = [];
+      for (const g of outcome.groups) {
+        const size = plannedSizeBytes(g);
+        groups.push(encodeGroup(buf, offset, this.writerPos + offset, g, nowMs));
+        offset += size;
+      }
+      encoded.push({ outcome, groups });
+    }
+    assert(offset === batch.sizeBytes, `batch encoded ${offset} bytes, planned ${batch.sizeBytes}`);
+    if (offset > 0) {
+      const active = this.registry.active;
+      assert(active.startPosition + active.physicalDataSizeBytes === this.writerPos, 'active chunk end matches the writer position');
+      try {
+        await active.append(buf);
+      } catch (err: unknown) {
+        throw new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
+      }
+      await active.sync();
+      this.writerPos += offset;
+      await this.checkpoints.writer.write(this.writerPos);
+    }
+    this.recordFlush(offset, performance.now() - startedMs);
+    this.applyCommitted(encoded, nowMs);
+  }
+
+  /** Everything in the batch is durable: index it, update caches, tell listeners, answer. */
+  private applyCommitted(encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[], nowMs: number): void {
+    const entries: IndexEntry[] = [];
+    const writes: CommittedWrite[] = [];
+    for (const { groups } of encoded) {
+      for (const g of groups) {
+        for (const e of g.events) entries.push({ streamHash: this.hasher(e.stream), eventNumber: e.eventNumber, logPosition: e.logPosition });
+      }
+    }
+    this.index.add(entries, this.writerPos);
+    for (const { outcome, groups } of encoded) {
+      let result = outcome.result;
+      for (const g of groups) {
+        const first = g.events[0];
+        const last = g.events[g.events.length - 1];
+        if (!first || !last) {
+          result = { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false };
+          continue;
+        }
+        this.noteCommitted(first.stream, g, nowMs);
+        writes.push({ stream: first.stream, firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition });
+        result = { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
+      }
+      outcome.request.resolve(result);
+    }
+    for (const w of writes) for (const l of this.listeners) l(w);
+  }
+
+  private noteCommitted(stream: string, g: EncodedGroup, _nowMs: number): void {
+    const last = g.events[g.events.length - 1]!;
+    this.lastNumberCache.set(stream, last.eventNumber);
+    for (const e of g.events) this.recentEventIds.set(e.event.eventId, { stream, eventNumber: e.eventNumber });
+    if (isMetastream(stream)) {
+      this.metadataCache.set(originalStreamOf(stream), { version: last.eventNumber, metadata: parseStreamMetadata(last.event.data) });
+    }
+  }
+
+  private recordFlush(sizeBytes: number, delayMs: number): void {
+    const s = this.flushStats;
+    s.last = sizeBytes; s.total += sizeBytes; s.max = Math.max(s.max, sizeBytes); s.count += 1;
+    s.lastDelayMs = delayMs; s.totalDelayMs += delayMs; s.maxDelayMs = Math.max(s.maxDelayMs, delayMs);
+  }
+
+  private fail(err: unknown): void {
+    if (this.failed) return;
+    const error = err instanceof Error ? err : new Error(String(err));
+    this.failed = error;
+    for (const r of this.queue.splice(0)) r.reject(error);
+    this.deps.onFatal(error);
+  }
+
+  // ---------------------------------------------------------------- committed state lookups
+
+  committedLastEventNumber(stream: string): number {
+    const cached = this.lastNumberCache.get(stream);
+    if (cached !== undefined) { this.cacheStats.cachedStreamInfo += 1; return cached; }
+    this.cacheStats.notCachedStreamInfo += 1;
+    let last = -1;
+    let walked = 0;
+    for (const entry of this.index.iterateDescending(this.hasher(stream))) {
+      if (walked++ >= this.options.hashCollisionReadLimit) break;
+      const record = this.readPrepareAt(entry.logPosition);
+      if (record.stream === stream) { last = entry.eventNumber; break; }
+      this.cacheStats.hashCollisions += 1;
+    }
+    this.lastNumberCache.set(stream, last);
+    return last;
+  }
+
+  committedMetadata(stream: string): { version: number; metadata: StreamMetadata } {
+    const cached = this.metadataCache.get(stream);
+    if (cached) return cached;
+    const metastream = metastreamOf(stream);
+    const version = this.committedLastEventNumber(metastream);
+    let result = { version: -1, metadata: EMPTY_METADATA };
+    if (version >= 0 && version !== TOMBSTONE_EVENT_NUMBER) {
+      const record = this.findEventRecord(metastream, version);
+      if (record) result = { version, metadata: parseStreamMetadata(record.data) };
+    }
+    this.metadataCache.set(stream, result);
+    return result;
+  }
+
+  committedEventId(stream: string, eventNumber: number): string | undefined {
+    return this.findEventRecord(stream, eventNumber)?.eventId;
+  }
+
+  private readPrepareAt(logPosition: number): PrepareRecord {
+    this.cacheStats.notCachedRecord += 1;
+    const frame = this.registry.readRecord(logPosition, this.writerPos);
+    if (frame.kind !== 'record' || frame.record.type !== RecordType.Prepare) {
+      const reason = frame.kind === 'torn' ? frame.reason : frame.kind === 'end' ? 'no record' : 'not an event record';
+      throw new FatalError('EDB_INDEX_CORRUPT', `index points at log position ${logPosition} but the log has ${reason} there`);
+    }
+    return frame.record;
+  }
+
+  /** The record of `stream`'s event `eventNumber`, confirming the stream name (hash collisions). */
+  private findEventRecord(stream: string, eventNumber: number): PrepareRecord | undefined {
+    const candidates = this.index.getRange(this.hasher(stream), eventNumber, eventNumber);
+    for (const c of candidates) {
+      const record = this.readPrepareAt(c.logPosition);
+      if (record.stream === stream) return record;
+      this.cacheStats.hashCollisions += 1;
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async streamState(stream: string): Promise<StreamState> {
+    const last = this.committedLastEventNumber(stream);
+    if (last === TOMBSTONE_EVENT_NUMBER) return { kind: 'hard-deleted' };
+    if (last === -1) return { kind: 'no-stream' };
+    const softDeleted = !isMetastream(stream) && isSoftDeleted(this.committedMetadata(stream).metadata);
+    return { kind: 'exists', lastEventNumber: last, softDeleted };
+  }
+
+  async getStreamMetadata(stream: string): Promise<{ metadata: StreamMetadata; metastreamVersion: number }> {
+    const m = this.committedMetadata(stream);
+    return { metadata: m.metadata, metastreamVersion: m.version };
+  }
+
+  async readStream(stream: string, fromEventNumber: number, maxCount: number, direction: ReadDirection): Promise<ReadStreamResult> {
+    this.checkReadable();
+    const view = this.visibleRange(stream);
+    if (view.kind !== 'ok') return { kind: view.kind };
+    const { last, first, meta } = view;
+    const count = Math.max(0, Math.floor(maxCount));
+    if (direction === 'forward') {
+      const from = Math.max(fromEventNumber, first);
+      const to = Math.min(last, from + count - 1);
+      const events = this.collectEvents(stream, from, to, meta).reverse();
+      const next = Math.min(from + count, last + 1);
+      return { kind: 'success', events, lastEventNumber: last, nextEventNumber: next, isEndOfStream: from + count > last };
+    }
+    const from = fromEventNumber < 0 ? last : Math.min(fromEventNumber, last);
+    const to = Math.max(first, from - count + 1);
+    const events = from < first ? [] : this.collectEvents(stream, to, from, meta);
+    const next = from - count;
+    return { kind: 'success', events, lastEventNumber: last, nextEventNumber: next < first ? -1 : next, isEndOfStream: next < first };
+  }
+
+  async readEvent(stream: string, eventNumber: number): Promise<ReadEventResult> {
+    this.checkReadable();
+    const view = this.visibleRange(stream);
+    if (view.kind !== 'ok') return { kind: view.kind };
+    const n = eventNumber === -1 ? view.last : eventNumber;
+    if (n < view.first || n > view.last) return { kind: 'event-not-found' };
+    const [event] = this.collectEvents(stream, n, n, view.meta);
+    return event ? { kind: 'success', event } : { kind: 'event-not-found' };
+  }
+
+  private visibleRange(stream: string):
+    | { kind: 'ok'; last: number; first: number; meta: StreamMetadata }
+    | { kind: 'stream-not-found' } | { kind: 'stream-deleted' } {
+    const last = this.committedLastEventNumber(stream);
+    if (last === TOMBSTONE_EVENT_NUMBER) return { kind: 'stream-deleted' };
+    if (last === -1) return { kind: 'stream-not-found' };
+    const meta = isMetastream(stream) ? EMPTY_METADATA : this.committedMetadata(stream).metadata;
+    if (isSoftDeleted(meta)) return { kind: 'stream-not-found' };
+    return { kind: 'ok', last, first: firstVisibleEventNumber(meta, last, isMetastream(stream)), meta };
+  }
+
+  /** Events from..to (inclusive), descending, with hash collisions and expired events filtered out. */
+  private collectEvents(stream: string, from: number, to: number, meta: StreamMetadata): RecordedEvent[] {
+    if (to < from) return [];
+    const nowMs = this.nowMs();
+    const out: RecordedEvent[] = [];
+    let previous = Number.NaN;
+    for (const entry of this.index.getRange(this.hasher(stream), from, to)) {
+      if (entry.eventNumber === previous) continue;
+      const record = this.readPrepareAt(entry.logPosition);
+      if (record.stream !== stream) { this.cacheStats.hashCollisions += 1; continue; }
+      previous = entry.eventNumber;
+      if (isExpired(meta, record.timestampMs, nowMs)) continue;
+      out.push(toRecordedEvent(record));
+    }
+    return out;
+  }
+
+  async readAll(from: AllPosition | undefined, maxCount: number, direction: ReadDirection): Promise<ReadAllResult> {
+    this.checkReadable();
+    const count = Math.max(0, Math.floor(maxCount));
+    const events: RecordedEvent[] = [];
+    if (direction === 'forward') {
+      let pos = from ? from.preparePosition : 0;
+      while (events.length < count) {
+        const r = this.reader.readForward(pos);
+        if (!r) break;
+        pos = r.nextPosition;
+        if (r.record.type === RecordType.Prepare) events.push(toRecordedEvent(r.record));
+      }
+      const isEnd = pos >= this.writerPos || this.reader.readForward(pos) === undefined;
+      return { events, nextPosition: { commitPosition: pos, preparePosition: pos }, isEnd };
+    }
+    let pos = from && from.preparePosition >= 0 ? from.preparePosition : this.writerPos;
+    while (events.length < count) {
+      const r = this.reader.readBackward(pos);
+      if (!r) { pos = 0; break; }
+      pos = r.position;
+      if (r.record.type === RecordType.Prepare) events.push(toRecordedEvent(r.record));
+    }
+    return { events, nextPosition: { commitPosition: pos, preparePosition: pos }, isEnd: pos <= 0 || this.reader.readBackward(pos) === undefined };
+  }
+
+  private checkReadable(): void {
+    if (this.failed) throw this.failed;
+  }
+
+  onCommitted(listener: (write: CommittedWrite) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async mergeIndexes(): Promise<void> {
+    await this.index.mergeAll();
+  }
+
+  stats(): EngineStats {
+    const f = this.flushStats;
+    const index = this.index.stats();
+    return {
+      writerCheckpoint: this.writerPos,
+      chaserCheckpoint: this.checkpoints.chaser.read(),
+      writer: {
+        lastFlushSizeBytes: f.last, meanFlushSizeBytes: f.count ? f.total / f.count : 0, maxFlushSizeBytes: f.max,
+        lastFlushDelayMs: f.lastDelayMs, meanFlushDelayMs: f.count ? f.totalDelayMs / f.count : 0, maxFlushDelayMs: f.maxDelayMs,
+        queuedFlushMessages: this.queue.length, flushCount: f.count,
+      },
+      readIndex: { ...this.cacheStats },
+      diskIo: { ...ioCounters },
+      index: { memTableEntries: index.memTableEntries, tableCount: index.tableCount },
+      chunkCount: this.registry.chunkCount,
+    };
+  }
+
+  /** Clean shutdown: wait for queued writes, persist the index, close files. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.chaserTimer) clearInterval(this.chaserTimer);
+    for (let i = 0; i < 1000 && (this.writing || this.queue.length > 0) && !this.failed; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (!this.failed) {
+      await this.index.flush();
+      await this.writeChaser();
+    }
+    await this.index.close();
+    await this.registry.close();
+    await this.checkpoints.close();
+  }
+}
+
+function visibleVersion(state: StreamWriteState): number {
+  return state.lastEventNumber;
+}
+
+function badRequest(message: string): EventDbError {
+  return new EventDbError('EDB_BAD_REQUEST', message, { httpStatus: 400 });
+}
+
+export function toRecordedEvent(r: PrepareRecord): RecordedEvent {
+  return {
+    stream: r.stream, eventNumber: r.eventNumber, eventId: r.eventId, eventType: r.eventType,
+    data: r.data, metadata: r.metadata, isJson: (r.flags & PrepareFlags.IsJson) !== 0,
+    createdMs: r.timestampMs, logPosition: r.logPosition, commitPosition: r.logPosition,
+  };
+}
+
+export function isRecordOfType<T extends LogRecord['type']>(r: LogRecord, t: T): r is Extract<LogRecord, { type: T }> {
+  return r.type === t;
+}
+
+// -------------------------------------------------------------------- opening
+
+export class EngineCheckpoints {
+  epochNumber = -1;
+  constructor(
+    readonly writer: Checkpoint, readonly chaser: Checkpoint, readonly epoch: Checkpoint,
+    readonly proposal: Checkpoint, readonly truncate: Checkpoint,
+  ) {}
+  async close(): Promise<void> {
+    for (const c of [this.writer, this.chaser, this.epoch, this.proposal, this.truncate]) await c.close();
+  }
+}
+
+async function openCheckpoints(options: EventDbOptions): Promise<EngineCheckpoints> {
+  if (options.memDb) {
+    return new EngineCheckpoints(new MemoryCheckpoint('writer.chk', 0), new MemoryCheckpoint('chaser.chk', 0),
+      new MemoryCheckpoint('epoch.chk', -1), new MemoryCheckpoint('proposal.chk', -1), new MemoryCheckpoint('truncate.chk', -1));
+  }
+  const dir = options.dbPath;
+  return new EngineCheckpoints(
+    await FileCheckpoint.open(dir, 'writer.chk', 0), await FileCheckpoint.open(dir, 'chaser.chk', 0),
+    await FileCheckpoint.open(dir, 'epoch.chk', -1), await FileCheckpoint.open(dir, 'proposal.chk', -1),
+    await FileCheckpoint.open(dir, 'truncate.chk', -1),
+  );
+}
+
+/**
+ * Opens (and recovers) the database: applies truncate.chk, discards the log past writer.chk,
+ * verifies completed chunks, brings the index up to the log, writes a new epoch record.
+ */
+export async function openEventDb(options: EventDbOptions, deps: EventDbDeps): Promise<EventDb> {
+  return openEngine(options, deps);
+}
+
+export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Promise<Engine> {
+  const log = deps.log.child({ component: 'storage' });
+  const startedMs = performance.now();
+  if (!options.memDb) {
+    fs.mkdirSync(options.dbPath, { recursive: true });
+    fs.mkdirSync(options.indexPath, { recursive: true });
+  }
+  const checkpoints = await openCheckpoints(options);
+  const storage = options.memDb ? new MemoryChunkStorage() : new DirectoryChunkStorage(options.dbPath);
+  const registry = await ChunkRegistry.open(storage, options.chunkSizeBytes, checkpoints.writer.read(), log);
+  const truncateTo = checkpoints.truncate.read();
+  const index = await openIndexForEngine(options, log, deps.hasher);
+  if (truncateTo >= 0) await applyTruncation(truncateTo, registry, index, checkpoints, log);
+  const engine = new Engine(options, deps, registry, index, checkpoints, deps.hasher ?? index.hasher);
+  const caught = engine.catchUpIndex();
+  checkpoints.epochNumber = readEpochNumber(engine, checkpoints.epoch.read());
+  await checkpoints.chaser.write(engine.writerPosition);
+  await engine.writeEpoch();
+  engine.startBackgroundWork();
+  log.info({
+    dbPath: options.memDb ? '(memory)' : path.resolve(options.dbPath), writerPosition: engine.writerPosition,
+    chunkCount: registry.chunkCount, indexReplayRecords: caught.records, indexReplayFromPosition: caught.fromPosition,
+    openDurationMs: Math.round(performance.now() - startedMs),
+  }, 'database opened');
+  return engine;
+}
+
+async function applyTruncation(position: number, registry: ChunkRegistry, index: StreamIndex & { resetAbove?: (p: number) => Promise<void> }, checkpoints: EngineCheckpoints, log: Logger): Promise<void> {
+  const writer = checkpoints.writer.read();
+  if (position < writer) {
+    log.warn({ truncatePosition: position, writerPosition: writer }, 'truncating the log (truncate.chk is set)');
+    await registry.truncateTo(position);
+    await checkpoints.writer.write(position);
+    if (checkpoints.chaser.read() > position) await checkpoints.chaser.write(position);
+    if (checkpoints.epoch.read() >= position) await checkpoints.epoch.write(-1);
+    if (index.persistedLogPosition > position || index.addedLogPosition > position) {
+      assert(index.resetAbove !== undefined, 'index supports reset');
+      await index.resetAbove(position);
+    }
+  }
+  await checkpoints.truncate.write(-1);
+}
+
+function readEpochNumber(engine: Engine, epochPosition: number): number {
+  if (epochPosition < 0) return -1;
+  const r = engine['registry'].readRecord(epochPosition, engine.writerPosition);
+  if (r.kind !== 'record' || r.record.type !== RecordType.System) return -1;
+  try {
+    const parsed = JSON.parse(r.record.data.toString('utf8')) as { epochNumber?: unknown };
+    return typeof parsed.epochNumber === 'number' ? parsed.epochNumber : -1;
+  } catch {
+    return -1;
+  }
+}
+
+export { ExpectedVersion };
