@@ -1,0 +1,80 @@
+/**
+ * Streams the k-way merge of sorted tables as sorted chunks for writePTable(). Each input is read
+ * sequentially in chunks of `chunkEntryCount` entries, so memory stays at (k + 1) chunks however
+ * big the tables are. Entries that are exact duplicates (same hash, event number and position)
+ * are written once; entries differing only in position (hash collisions) are all kept.
+ */
+
+import {
+  ENTRY_SIZE_BYTES,
+  ENTRY_SIZE_WORDS,
+  allocEntryBuffer,
+  compareEntries,
+} from './index-entry-codec.js';
+
+/** One input: its current chunk and the next entry to take from it. */
+class MergeInput {
+  words: Uint32Array = new Uint32Array(0);
+  entry = 0;
+  entryCount = 0;
+
+  constructor(private readonly chunks: AsyncIterator<Buffer>) {}
+
+  /** Loads the next chunk; false when the input is exhausted. */
+  async refill(): Promise<boolean> {
+    const next = await this.chunks.next();
+    if (next.done === true) return false;
+    const bytes = next.value;
+    this.words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
+    this.entry = 0;
+    this.entryCount = bytes.length / ENTRY_SIZE_BYTES;
+    return this.entryCount > 0 || this.refill();
+  }
+}
+
+export async function* mergeSortedChunks(
+  inputs: readonly AsyncIterable<Buffer>[],
+  chunkEntryCount: number,
+): AsyncGenerator<Buffer> {
+  let live: MergeInput[] = [];
+  for (const input of inputs) {
+    const cursor = new MergeInput(input[Symbol.asyncIterator]());
+    if (await cursor.refill()) live.push(cursor);
+  }
+  let out = allocEntryBuffer(chunkEntryCount);
+  let filled = 0;
+  while (live.length > 0) {
+    const best = mergePickBest(live);
+    const isDuplicate =
+      filled > 0 && compareEntries(out.words, filled - 1, best.words, best.entry) === 0;
+    if (!isDuplicate) {
+      const from = best.entry * ENTRY_SIZE_WORDS;
+      const to = filled * ENTRY_SIZE_WORDS;
+      for (let word = 0; word < ENTRY_SIZE_WORDS; word += 1) {
+        out.words[to + word] = best.words[from + word]!;
+      }
+      filled += 1;
+    }
+    best.entry += 1;
+    if (best.entry === best.entryCount && !(await best.refill())) {
+      live = live.filter((input) => input !== best);
+    }
+    if (filled === chunkEntryCount) {
+      yield out.bytes;
+      out = allocEntryBuffer(chunkEntryCount);
+      filled = 0;
+    }
+  }
+  if (filled > 0) yield out.bytes.subarray(0, filled * ENTRY_SIZE_BYTES);
+}
+
+function mergePickBest(live: MergeInput[]): MergeInput {
+  let best = live[0]!;
+  for (let i = 1; i < live.length; i += 1) {
+    const candidate = live[i]!;
+    if (compareEntries(candidate.words, candidate.entry, best.words, best.entry) < 0) {
+      best = candidate;
+    }
+  }
+  return best;
+}
