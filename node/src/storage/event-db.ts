@@ -185,12 +185,12 @@ export class Engine implements EventDb {
 
   // ---------------------------------------------------------------- writes
 
-  append(stream: string, expectedVersion: number, events: readonly NewEvent[]): Promise<AppendResult> {
+  async append(stream: string, expectedVersion: number, events: readonly NewEvent[]): Promise<AppendResult> {
     this.validateWrite(stream, expectedVersion, events);
     return this.enqueue((ctx) => this.buildAppend(ctx, stream, expectedVersion, events));
   }
 
-  deleteStream(stream: string, expectedVersion: number, hard: boolean): Promise<AppendResult> {
+  async deleteStream(stream: string, expectedVersion: number, hard: boolean): Promise<AppendResult> {
     this.validateWrite(stream, expectedVersion, []);
     return this.enqueue((ctx) => this.buildDelete(ctx, stream, expectedVersion, hard));
   }

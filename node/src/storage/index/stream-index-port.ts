@@ -48,6 +48,21 @@ export interface StreamIndex {
   close(): Promise<void>;
 
   stats(): { memTableEntries: number; tableCount: number; bloomFilterNegatives: number };
+
+  /**
+   * The hasher this index was opened with (the default is the EventStoreDB-compatible
+   * `streamHash`); the engine computes `streamHash` values with it. Optional member.
+   */
+  readonly hasher?: StreamHasher;
+
+  /**
+   * Drops what the index holds above `logPosition`, after the log was truncated to it (restore).
+   * When `persistedLogPosition > logPosition` the durable tables and the indexmap are deleted
+   * (resolves true) and the index is empty. Otherwise, when `addedLogPosition > logPosition`,
+   * the in-memory entries are dropped. After a reset `addedLogPosition === persistedLogPosition`
+   * and the engine replays the log from there. Call it before adding anything. Optional member.
+   */
+  resetAbove?(logPosition: number): Promise<boolean>;
 }
 
 /** Computes a 64-bit stream hash; injectable so tests can force collisions. */

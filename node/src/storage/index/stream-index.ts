@@ -1,0 +1,399 @@
+/**
+ * The persistent stream index (an LSM tree, after EventStoreDB's TableIndex): a memtable takes
+ * adds; when it reaches `maxMemTableSize` entries it is frozen (still searched) and a fresh one
+ * takes adds, while a single background worker writes frozen memtables to level-0 tables and
+ * merges two tables of a level into one of the next level. Each change of the table set is made
+ * durable in `indexmap` before it becomes visible in memory, and replaced files are deleted only
+ * after that.
+ *
+ * Reads are synchronous: every lookup asks each source (memtable, frozen memtables, tables whose
+ * bloom filter may hold the hash) and merges the answers, so a table swap between two lookups
+ * never loses or duplicates entries. Exact duplicates (same hash, event number and position, e.g.
+ * from a replay overlapping the tables) are returned once.
+ *
+ * Failure policy: a background failure (write or fsync error, corruption) is kept; it is logged,
+ * rethrown by flush/mergeAll/close, and thrown by every later add() so the writer stops.
+ */
+
+import type { Logger } from 'pino';
+import { assert } from '../../errors.js';
+import { assertEntryNumbers, splitHash } from './index-entry-codec.js';
+import { writeIndexMap } from './index-map.js';
+import { MemTable } from './memtable.js';
+import { PTable } from './ptable.js';
+import { mergeSortedChunks } from './ptable-merge.js';
+import { writePTable } from './ptable-writer.js';
+import { compareEntriesDescending, type RangeQuery } from './range-query.js';
+import { deleteIndexFiles, removeTableFiles } from './index-files.js';
+import type { IndexEntry, StreamHasher, StreamIndex } from './stream-index-port.js';
+
+/** Entries per chunk when writing or merging tables (1.5 MiB buffers). */
+const CHUNK_ENTRY_COUNT = 65_536;
+const ITERATE_BATCH_MIN = 64;
+const ITERATE_BATCH_MAX = 4096;
+/** Frozen memtables waiting for a flush beyond which a warning is logged once. */
+const FROZEN_WARN_COUNT = 3;
+
+export interface LiveTable {
+  readonly level: number;
+  readonly table: PTable;
+}
+
+export interface StreamIndexConfig {
+  readonly directory: string;
+  readonly maxMemTableSize: number;
+  readonly memOnly: boolean;
+  readonly bloomBitCountMax: number;
+  readonly hasher: StreamHasher;
+  readonly log: Logger;
+}
+
+interface CollectResult {
+  readonly entries: IndexEntry[];
+  /** True when some source may hold more entries below the last one returned. */
+  readonly maybeMore: boolean;
+}
+
+export class PersistentStreamIndex implements StreamIndex {
+  readonly hasher: StreamHasher;
+  private readonly config: StreamIndexConfig;
+  private readonly log: Logger;
+  private mem: MemTable;
+  private frozen: MemTable[] = [];
+  private tables: LiveTable[];
+  private persistedLogPositionValue: number;
+  private addedLogPositionValue: number;
+  private bloomFilterNegatives = 0;
+  private tail: Promise<void> = Promise.resolve();
+  private drainScheduled = false;
+  private failure: unknown = undefined;
+  private closed = false;
+  private frozenWarned = false;
+
+  constructor(config: StreamIndexConfig, tables: LiveTable[], persistedLogPosition: number) {
+    assert(config.maxMemTableSize >= 1, 'maxMemTableSize is at least 1');
+    this.config = config;
+    this.log = config.log;
+    this.hasher = config.hasher;
+    this.tables = tables;
+    this.persistedLogPositionValue = persistedLogPosition;
+    this.addedLogPositionValue = persistedLogPosition;
+    this.mem = new MemTable(persistedLogPosition);
+  }
+
+  get persistedLogPosition(): number {
+    return this.config.memOnly ? this.addedLogPositionValue : this.persistedLogPositionValue;
+  }
+
+  get addedLogPosition(): number {
+    return this.addedLogPositionValue;
+  }
+
+  add(entries: readonly IndexEntry[], upToLogPosition: number): void {
+    if (this.failure !== undefined) throw this.failure;
+    assert(!this.closed, 'index add after close');
+    assert(upToLogPosition >= this.addedLogPositionValue, 'index adds arrive in log order');
+    const mem = this.mem;
+    for (const entry of entries) {
+      assertEntryNumbers(entry.eventNumber, entry.logPosition);
+      mem.add(entry.streamHash, entry.eventNumber, entry.logPosition);
+    }
+    mem.upToLogPosition = upToLogPosition;
+    this.addedLogPositionValue = upToLogPosition;
+    if (!this.config.memOnly && mem.entryCount >= this.config.maxMemTableSize) {
+      this.freezeMemTable();
+    }
+  }
+
+  getRange(streamHash: bigint, fromEventNumber: number, toEventNumber: number): IndexEntry[] {
+    if (toEventNumber < fromEventNumber) return [];
+    return this.collect({
+      streamHash,
+      key: splitHash(streamHash),
+      beforeEventNumber: toEventNumber,
+      beforeLogPosition: Infinity,
+      minEventNumber: fromEventNumber,
+      limit: Infinity,
+    }).entries;
+  }
+
+  *iterateDescending(streamHash: bigint): Iterable<IndexEntry> {
+    const key = splitHash(streamHash);
+    let beforeEventNumber = Infinity;
+    let beforeLogPosition = Infinity;
+    let limit = ITERATE_BATCH_MIN;
+    for (;;) {
+      const query = { streamHash, key, beforeEventNumber, beforeLogPosition, limit };
+      const batch = this.collect({ ...query, minEventNumber: -Infinity });
+      yield* batch.entries;
+      const last = batch.entries[batch.entries.length - 1];
+      if (!batch.maybeMore || last === undefined) return;
+      beforeEventNumber = last.eventNumber;
+      beforeLogPosition = last.logPosition;
+      limit = Math.min(limit * 2, ITERATE_BATCH_MAX);
+    }
+  }
+
+  async flush(): Promise<void> {
+    if (this.failure !== undefined) throw this.failure;
+    if (this.config.memOnly) return;
+    const coveredLogPosition = this.frozen.at(-1)?.upToLogPosition ?? this.persistedLogPositionValue;
+    if (this.mem.entryCount > 0 || this.mem.upToLogPosition > coveredLogPosition) {
+      this.freezeMemTable();
+    }
+    await this.whenIdle();
+  }
+
+  async mergeAll(): Promise<void> {
+    await this.flush();
+    if (this.config.memOnly) return;
+    await this.enqueue(async () => {
+      if (this.tables.length < 2) return;
+      const level = Math.max(...this.tables.map((live) => live.level));
+      await this.mergeTables(this.tables, level);
+    });
+    await this.whenIdle();
+  }
+
+  async resetAbove(logPosition: number): Promise<boolean> {
+    await this.whenIdle();
+    return this.enqueue(() => this.resetAboveNow(logPosition));
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.whenIdle();
+    } finally {
+      this.closed = true;
+      for (const live of this.tables) live.table.close();
+    }
+  }
+
+  stats(): {
+    memTableEntries: number;
+    frozenMemTableCount: number;
+    tableCount: number;
+    tableEntries: number;
+    bloomFilterNegatives: number;
+  } {
+    let memTableEntries = this.mem.entryCount;
+    for (const frozen of this.frozen) memTableEntries += frozen.entryCount;
+    let tableEntries = 0;
+    for (const live of this.tables) tableEntries += live.table.entryCount;
+    return {
+      memTableEntries,
+      frozenMemTableCount: this.frozen.length,
+      tableCount: this.tables.length,
+      tableEntries,
+      bloomFilterNegatives: this.bloomFilterNegatives,
+    };
+  }
+
+  /** Tables with their levels, for tests and diagnostics. */
+  tableLevels(): number[] {
+    return this.tables.map((live) => live.level);
+  }
+
+  private collect(query: RangeQuery): CollectResult {
+    const out: IndexEntry[] = [];
+    let sourcesWithHits = 0;
+    let maybeMore = false;
+    const collectFrom = (source: { collect(q: RangeQuery, o: IndexEntry[]): void }): void => {
+      const before = out.length;
+      source.collect(query, out);
+      const found = out.length - before;
+      if (found > 0) sourcesWithHits += 1;
+      if (found >= query.limit) maybeMore = true;
+    };
+    collectFrom(this.mem);
+    for (const frozen of this.frozen) collectFrom(frozen);
+    for (const live of this.tables) {
+      if (live.table.mightContain(query.key)) collectFrom(live.table);
+      else this.bloomFilterNegatives += 1;
+    }
+    if (sourcesWithHits > 1) out.sort(compareEntriesDescending);
+    return { entries: collectDedupe(out, query.limit), maybeMore };
+  }
+
+  private freezeMemTable(): void {
+    this.frozen.push(this.mem);
+    this.mem = new MemTable(this.addedLogPositionValue);
+    if (this.frozen.length >= FROZEN_WARN_COUNT && !this.frozenWarned) {
+      this.frozenWarned = true;
+      this.log.warn({ frozenMemTableCount: this.frozen.length }, 'index flush falling behind');
+    }
+    this.kick();
+  }
+
+  /** Starts the background worker unless it is already scheduled. */
+  private kick(): void {
+    if (this.drainScheduled || this.failure !== undefined) return;
+    this.drainScheduled = true;
+    this.enqueue(() => this.drain()).catch(() => undefined);
+  }
+
+  /** Runs `task` after all queued work; its failure is recorded as the index failure. */
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(() => {
+      if (this.failure !== undefined) throw this.failure;
+      return task();
+    });
+    this.tail = run.then(
+      () => undefined,
+      (err: unknown) => this.fail(err),
+    );
+    return run;
+  }
+
+  private fail(err: unknown): void {
+    this.drainScheduled = false;
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.log.error({ err }, 'index background work failed');
+  }
+
+  /** Resolves when no background work is queued; rethrows a background failure. */
+  private async whenIdle(): Promise<void> {
+    for (;;) {
+      const tail = this.tail;
+      await tail;
+      if (tail === this.tail) break;
+    }
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Flushes frozen memtables (oldest first), then merges levels, until nothing is left. */
+  private async drain(): Promise<void> {
+    for (;;) {
+      if (this.frozen.length > 0) {
+        await this.flushOldestFrozen();
+        continue;
+      }
+      const level = this.mergeableLevel();
+      if (level === undefined) {
+        // Cleared in the same synchronous step as the emptiness check, so a freeze that
+        // happens after it schedules a new drain.
+        this.drainScheduled = false;
+        this.frozenWarned = false;
+        return;
+      }
+      const inputs = this.tables.filter((live) => live.level === level).slice(0, 2);
+      await this.mergeTables(inputs, level + 1);
+    }
+  }
+
+  private mergeableLevel(): number | undefined {
+    const countByLevel = new Map<number, number>();
+    for (const live of this.tables) {
+      countByLevel.set(live.level, (countByLevel.get(live.level) ?? 0) + 1);
+    }
+    const levels = [...countByLevel].filter(([, count]) => count >= 2).map(([level]) => level);
+    return levels.length === 0 ? undefined : Math.min(...levels);
+  }
+
+  private async flushOldestFrozen(): Promise<void> {
+    const frozen = this.frozen[0];
+    assert(frozen !== undefined, 'a frozen memtable to flush');
+    const startMs = performance.now();
+    let tables = this.tables;
+    if (frozen.entryCount > 0) {
+      const written = await writePTable({
+        directory: this.config.directory,
+        entryCountMax: frozen.entryCount,
+        hashCountMax: frozen.hashCount,
+        bloomBitCountMax: this.config.bloomBitCountMax,
+        chunks: frozen.encodeSorted(CHUNK_ENTRY_COUNT),
+      });
+      const table = PTable.fromWritten(this.config.directory, written);
+      tables = [...tables, { level: 0, table }];
+    }
+    await this.commitTables(tables, frozen.upToLogPosition);
+    assert(this.frozen[0] === frozen, 'flushed memtable is still the oldest');
+    this.frozen.shift();
+    const durationMs = Math.round(performance.now() - startMs);
+    const persistedLogPosition = frozen.upToLogPosition;
+    this.log.info(
+      { entryCount: frozen.entryCount, persistedLogPosition, durationMs },
+      'index memtable flushed',
+    );
+  }
+
+  private async mergeTables(inputs: readonly LiveTable[], level: number): Promise<void> {
+    assert(inputs.length >= 2, 'a merge has at least two inputs');
+    const startMs = performance.now();
+    let entryCountMax = 0;
+    let hashCountMax = 0;
+    for (const live of inputs) {
+      entryCountMax += live.table.entryCount;
+      hashCountMax += live.table.hashCount;
+    }
+    const written = await writePTable({
+      directory: this.config.directory,
+      entryCountMax,
+      hashCountMax,
+      bloomBitCountMax: this.config.bloomBitCountMax,
+      chunks: mergeSortedChunks(
+        inputs.map((live) => live.table.readChunks(CHUNK_ENTRY_COUNT)),
+        CHUNK_ENTRY_COUNT,
+      ),
+    });
+    const merged = { level, table: PTable.fromWritten(this.config.directory, written) };
+    const remaining = this.tables.filter((live) => !inputs.includes(live));
+    await this.commitTables([...remaining, merged], this.persistedLogPositionValue);
+    for (const live of inputs) live.table.close();
+    await removeTableFiles(this.config.directory, inputs.map((live) => live.table.fileName));
+    const durationMs = Math.round(performance.now() - startMs);
+    const inputCount = inputs.length;
+    this.log.info(
+      { level, inputCount, entryCount: written.entryCount, durationMs },
+      'index tables merged',
+    );
+  }
+
+  /** Makes the table set durable in the indexmap, then visible. */
+  private async commitTables(tables: LiveTable[], persistedLogPosition: number): Promise<void> {
+    assert(persistedLogPosition >= this.persistedLogPositionValue, 'persisted position grows');
+    await writeIndexMap(this.config.directory, {
+      persistedLogPosition,
+      tables: tables.map((live) => ({ level: live.level, fileName: live.table.fileName })),
+    });
+    this.tables = tables;
+    this.persistedLogPositionValue = persistedLogPosition;
+  }
+
+  private async resetAboveNow(logPosition: number): Promise<boolean> {
+    const deleteDurable = !this.config.memOnly && this.persistedLogPositionValue > logPosition;
+    const dropMemory = deleteDurable || this.addedLogPositionValue > logPosition;
+    if (deleteDurable) {
+      const fileNames = this.tables.map((live) => live.table.fileName);
+      for (const live of this.tables) live.table.close();
+      this.tables = [];
+      this.persistedLogPositionValue = 0;
+      await deleteIndexFiles(this.config.directory, fileNames);
+    }
+    if (dropMemory) {
+      const restart = this.config.memOnly ? 0 : this.persistedLogPositionValue;
+      this.frozen = [];
+      this.mem = new MemTable(restart);
+      this.addedLogPositionValue = restart;
+    }
+    this.log.warn({ logPosition, deleteDurable, dropMemory }, 'index reset above position');
+    return deleteDurable || (this.config.memOnly && dropMemory);
+  }
+}
+
+/** Drops exact duplicates (adjacent after sorting) and keeps at most `limit` entries. */
+function collectDedupe(sorted: IndexEntry[], limit: number): IndexEntry[] {
+  const out: IndexEntry[] = [];
+  let previous: IndexEntry | undefined;
+  for (const entry of sorted) {
+    if (out.length >= limit) break;
+    const duplicate =
+      previous !== undefined &&
+      previous.eventNumber === entry.eventNumber &&
+      previous.logPosition === entry.logPosition;
+    if (!duplicate) out.push(entry);
+    previous = entry;
+  }
+  return out;
+}

@@ -1,0 +1,31 @@
+/**
+ * Opens real engines on temp directories for tests, and makes events.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { openEngine, type Engine, type EventDbDeps } from '../../node/src/storage/event-db.js';
+import type { EventDbOptions, NewEvent } from '../../node/src/storage/event-db-types.js';
+
+export function tempDir(prefix = 'edb-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function engineOptions(dir: string, overrides: Partial<EventDbOptions> = {}): EventDbOptions {
+  return {
+    dbPath: path.join(dir, 'db'), indexPath: path.join(dir, 'index'), memDb: false, chunkSizeBytes: 64 * 1024,
+    maxMemTableSize: 1000, maxEventSizeBytes: 4 * 1024 * 1024, streamExistenceFilterSizeBytes: 64 * 1024,
+    hashCollisionReadLimit: 100, ...overrides,
+  };
+}
+
+export const quietLog = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+
+export async function openTestEngine(options: EventDbOptions, deps: Partial<EventDbDeps> = {}): Promise<Engine> {
+  return openEngine(options, { log: quietLog, onFatal: (err) => { throw err; }, ...deps });
+}
+
+export function jsonEvent(body: unknown, eventType = 'TestEvent', eventId: string = crypto.randomUUID()): NewEvent {
+  return { eventId, eventType, data: Buffer.from(JSON.stringify(body)), metadata: Buffer.alloc(0), isJson: true };
+}
