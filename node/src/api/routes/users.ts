@@ -8,14 +8,14 @@
  * any authenticated user. Request bodies are matched case-insensitively (`LoginName` and
  * `loginName` both work), as the original's JSON reader does.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
 import type { Principal } from '../auth-types.js';
-import { authorizeRequest } from '../security/http-auth.js';
+import { authorizeRequest, replyUnauthorized } from '../security/http-auth.js';
 import type { Security, UserDetails } from '../security/security.js';
 import type { UserWriteResult } from '../security/user-store.js';
-import { registerZodScope, type ZodScope } from './zod-route-scope.js';
+import { registerZodScope, type HostApp, type ZodScope } from './zod-route-scope.js';
 
 export interface UserRoutesDeps {
   readonly security: Security;
@@ -72,7 +72,7 @@ const CommandResponseSchema = z.object({ loginName: z.string(), success: z.boole
 const LoginParamsSchema = z.object({ login: z.string().min(1).max(NAME_LENGTH_MAX) });
 const CommandParamsSchema = LoginParamsSchema.extend({ command: z.enum(['enable', 'disable']) });
 
-export function registerUserRoutes(app: FastifyInstance, deps: UserRoutesDeps): void {
+export function registerUserRoutes(app: HostApp, deps: UserRoutesDeps): void {
   registerZodScope(app, (scope) => {
     registerUserListRoutes(scope, deps);
     registerUserItemRoutes(scope, deps);
@@ -279,5 +279,5 @@ function badRequest(reply: FastifyReply, message: string): FastifyReply {
 }
 
 function unauthorized(reply: FastifyReply): FastifyReply {
-  return reply.code(401).header('www-authenticate', 'X-Basic realm="ESDB"').send();
+  return replyUnauthorized(reply);
 }

@@ -31,9 +31,23 @@ export type ZodScope = FastifyInstance<
   ZodTypeProvider
 >;
 
+/**
+ * Any fastify instance, whatever its logger and type provider: the registrars accept the
+ * instance build-server creates (pino logger) as well as a bare one in tests.
+ */
+export type HostApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  any,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  any
+>;
+
 /** Registers `routes` in a child scope that validates and serializes with zod. */
 export function registerZodScope(
-  app: FastifyInstance,
+  app: HostApp,
   routes: (scope: ZodScope) => void,
 ): void {
   void app.register(async (child) => {

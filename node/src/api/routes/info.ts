@@ -1,0 +1,101 @@
+/**
+ * `GET /info` (anonymous: version, node state, features, authentication type) and
+ * `GET /info/options` (`$ops`/`$admins`: every option with its value, source, description and
+ * schema). Secret options are masked; so, defensively, is anything whose name looks secret.
+ */
+import { z } from 'zod';
+
+import type { LoadedConfig } from '../../config/load.js';
+import { yamlKey } from '../../config/option-names.js';
+import { OPTION_NAMES, optionSpec, type OptionName } from '../../config/schema.js';
+import type { Authorizer } from '../auth-types.js';
+import { authorizeRequest } from '../security/http-auth.js';
+import { registerZodScope, type HostApp } from './zod-route-scope.js';
+
+export interface InfoRoutesDeps {
+  readonly security: Authorizer;
+  readonly loaded: LoadedConfig;
+  /** Version reported as `esVersion`, e.g. the package version. */
+  readonly version: string;
+  /** EventStoreDB node state, e.g. 'Leader'; reported lower-cased. Default 'Leader'. */
+  readonly nodeState?: () => string;
+  readonly features?: { readonly projections: boolean; readonly userManagement: boolean; readonly atomPub: boolean };
+}
+
+const MASK = '****';
+const SECRET_NAME_PATTERN = /password|secret|token|credential|privatekey/i;
+
+export const InfoResponseSchema = z.object({
+  esVersion: z.string(),
+  state: z.string(),
+  features: z.object({ projections: z.boolean(), userManagement: z.boolean(), atomPub: z.boolean() }),
+  authentication: z.object({ type: z.string(), properties: z.record(z.string(), z.unknown()) }),
+});
+
+export const OptionInfoSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  group: z.string(),
+  value: z.string(),
+  configurationSource: z.string(),
+  deprecationMessage: z.string().nullable(),
+  schema: z.record(z.string(), z.unknown()),
+});
+
+const SOURCE_NAMES = {
+  default: 'Default',
+  file: 'Yaml',
+  env: 'Environment Variables',
+  flag: 'Command Line',
+} as const;
+
+export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
+  registerZodScope(app, (scope) => {
+    scope.get('/info', { schema: { tags: ['info'], response: { 200: InfoResponseSchema } } }, async () => ({
+      esVersion: deps.version,
+      state: (deps.nodeState?.() ?? 'Leader').toLowerCase(),
+      features: deps.features ?? { projections: false, userManagement: true, atomPub: true },
+      authentication: { type: 'internal', properties: {} },
+    }));
+    scope.get(
+      '/info/options',
+      { schema: { tags: ['info'], response: { 200: z.array(OptionInfoSchema) } } },
+      async (req, reply) => {
+        if (!(await authorizeRequest(deps.security, req, reply, 'ops-or-admins')).allowed) return reply;
+        return describeOptions(deps.loaded);
+      },
+    );
+  });
+}
+
+/** Every option of the node, as `/info/options` reports it. Exported for the startup log and tests. */
+export function describeOptions(loaded: LoadedConfig): z.infer<typeof OptionInfoSchema>[] {
+  return OPTION_NAMES.map((name) => {
+    const spec = optionSpec(name);
+    return {
+      name: yamlKey(name),
+      description: spec.schema.description ?? '',
+      group: spec.group,
+      value: optionValueText(name, loaded),
+      configurationSource: SOURCE_NAMES[loaded.sources[name]],
+      deprecationMessage: spec.deprecationMessage ?? null,
+      schema: optionJsonSchema(name),
+    };
+  });
+}
+
+function optionValueText(name: OptionName, loaded: LoadedConfig): string {
+  if (optionSpec(name).secret === true || SECRET_NAME_PATTERN.test(name)) return MASK;
+  const value: unknown = loaded.config[name];
+  return value === undefined || value === null ? '' : String(value);
+}
+
+function optionJsonSchema(name: OptionName): Record<string, unknown> {
+  const spec = optionSpec(name);
+  const schema: Record<string, unknown> = { type: spec.kind };
+  if (spec.secret !== true) {
+    const parsed = spec.schema.safeParse(undefined);
+    if (parsed.success && parsed.data !== undefined) schema['default'] = parsed.data;
+  }
+  return schema;
+}
