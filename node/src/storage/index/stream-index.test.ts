@@ -1,0 +1,215 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openStreamIndex, type OpenStreamIndexOptions } from './open-stream-index.js';
+import type { PersistentStreamIndex } from './stream-index.js';
+import type { IndexEntry } from './stream-index-port.js';
+
+const log = pino({ level: 'silent' });
+let directory = '';
+const opened: PersistentStreamIndex[] = [];
+
+beforeEach(async () => {
+  directory = await mkdtemp(join(tmpdir(), 'edb-index-'));
+});
+
+afterEach(async () => {
+  for (const index of opened.splice(0)) await index.close().catch(() => undefined);
+  await rm(directory, { recursive: true, force: true });
+});
+
+async function open(options: Partial<OpenStreamIndexOptions> = {}): Promise<PersistentStreamIndex> {
+  const index = await openStreamIndex({ indexPath: directory, log, memOnly: false, ...options });
+  opened.push(index);
+  return index;
+}
+
+/** Deterministic PRNG (mulberry32) so failures replay. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The reference model: all entries, answered by filtering and sorting. */
+function modelRange(model: IndexEntry[], hash: bigint, from: number, to: number): IndexEntry[] {
+  const found = model
+    .filter((e) => e.streamHash === hash && e.eventNumber >= from && e.eventNumber <= to)
+    .sort((a, b) => b.eventNumber - a.eventNumber || b.logPosition - a.logPosition);
+  return found.filter(
+    (e, i) =>
+      i === 0 ||
+      found[i - 1]!.eventNumber !== e.eventNumber ||
+      found[i - 1]!.logPosition !== e.logPosition,
+  );
+}
+
+function entry(streamHash: bigint, eventNumber: number, logPosition: number): IndexEntry {
+  return { streamHash, eventNumber, logPosition };
+}
+
+describe('PersistentStreamIndex', () => {
+  it('keeps all entries of two streams that share a hash, in memory and in tables', async () => {
+    const hasher = (name: string): bigint => (name.startsWith('shared') ? 42n : 7n);
+    const index = await open({ hasher, maxMemTableSize: 4 });
+    const a = index.hasher('shared-a');
+    const b = index.hasher('shared-b');
+    expect(a).toBe(b);
+    index.add([entry(a, 0, 100), entry(b, 0, 200)], 300);
+    index.add([entry(a, 1, 300), entry(b, 1, 400)], 500);
+    index.add([entry(b, 2, 500)], 600);
+    const expected = [
+      entry(42n, 2, 500), entry(42n, 1, 400), entry(42n, 1, 300),
+      entry(42n, 0, 200), entry(42n, 0, 100),
+    ];
+    expect(index.getRange(42n, 0, 10)).toEqual(expected);
+    await index.flush();
+    expect(index.stats().tableCount).toBeGreaterThan(0);
+    expect(index.getRange(42n, 0, 10)).toEqual(expected);
+    expect([...index.iterateDescending(42n)]).toEqual(expected);
+    expect(index.getRange(42n, 1, 1)).toEqual(expected.slice(1, 3));
+  });
+
+  it('gives identical lookups after flush and reopen from the directory', async () => {
+    const index = await open({ maxMemTableSize: 1000 });
+    const random = prng(7);
+    const model: IndexEntry[] = [];
+    const next = new Map<bigint, number>();
+    for (let position = 0; position < 5000; position += 1) {
+      const hash = BigInt(Math.floor(random() * 300)) * 0x9e3779b97f4a7c15n % (1n << 64n);
+      const eventNumber = next.get(hash) ?? 0;
+      next.set(hash, eventNumber + 1);
+      const added = entry(hash, eventNumber, position * 10);
+      model.push(added);
+      index.add([added], position * 10 + 10);
+    }
+    await index.flush();
+    expect(index.persistedLogPosition).toBe(50_000);
+    const before = [...next.keys()].map((hash) => index.getRange(hash, 0, Infinity));
+    await index.close();
+    const reopened = await open({ maxMemTableSize: 1000 });
+    expect(reopened.persistedLogPosition).toBe(50_000);
+    expect(reopened.addedLogPosition).toBe(50_000);
+    const after = [...next.keys()].map((hash) => reopened.getRange(hash, 0, Infinity));
+    expect(after).toEqual(before);
+    for (const hash of next.keys()) {
+      expect(reopened.getRange(hash, 0, Infinity)).toEqual(modelRange(model, hash, 0, Infinity));
+    }
+  });
+
+  it('merges levels in the background and matches a reference model (randomised)', async () => {
+    for (const seed of [1, 2, 3]) {
+      const random = prng(seed);
+      const index = await open({ maxMemTableSize: 50 + Math.floor(random() * 200) });
+      const model: IndexEntry[] = [];
+      let position = 0;
+      for (let batch = 0; batch < 400; batch += 1) {
+        const entries: IndexEntry[] = [];
+        for (let i = 0; i < 1 + Math.floor(random() * 8); i += 1) {
+          const hash = BigInt(Math.floor(random() * 40));
+          entries.push(entry(hash, Math.floor(random() * 60), position));
+          position += 1 + Math.floor(random() * 100);
+        }
+        model.push(...entries);
+        index.add(entries, position);
+        if (random() < 0.02) await index.flush();
+      }
+      for (let query = 0; query < 200; query += 1) {
+        const hash = BigInt(Math.floor(random() * 42));
+        const from = Math.floor(random() * 70) - 5;
+        const to = from + Math.floor(random() * 40);
+        expect(index.getRange(hash, from, to)).toEqual(modelRange(model, hash, from, to));
+      }
+      await index.mergeAll();
+      expect(index.stats().tableCount).toBe(1);
+      expect(index.stats().memTableEntries).toBe(0);
+      for (let hash = 0n; hash < 42n; hash += 1n) {
+        const all = modelRange(model, hash, 0, Infinity);
+        expect(index.getRange(hash, 0, Infinity)).toEqual(all);
+        expect([...index.iterateDescending(hash)]).toEqual(all);
+      }
+      await index.close();
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('does not lose entries when memtables fill faster than they flush', async () => {
+    const index = await open({ maxMemTableSize: 10 });
+    const model: IndexEntry[] = [];
+    for (let position = 0; position < 400; position += 1) {
+      const added = entry(BigInt(position % 17), Math.floor(position / 17), position);
+      model.push(added);
+      index.add([added], position + 1);
+    }
+    expect(index.stats().frozenMemTableCount).toBeGreaterThan(1);
+    for (let hash = 0n; hash < 17n; hash += 1n) {
+      expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(model, hash, 0, Infinity));
+    }
+    await index.flush();
+    expect(index.stats()).toMatchObject({ memTableEntries: 0, frozenMemTableCount: 0 });
+    const levels = index.tableLevels();
+    expect(new Set(levels).size).toBe(levels.length);
+    for (let hash = 0n; hash < 17n; hash += 1n) {
+      expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(model, hash, 0, Infinity));
+    }
+  });
+
+  it('deletes replaced table files only after the new indexmap is written', async () => {
+    const index = await open({ maxMemTableSize: 5 });
+    for (let position = 0; position < 40; position += 1) {
+      index.add([entry(BigInt(position % 3), position, position)], position + 1);
+    }
+    await index.mergeAll();
+    const files = (await readdir(directory)).sort();
+    expect(files.filter((name) => !name.endsWith('.bloomfilter') && name !== 'indexmap')).toHaveLength(1);
+    expect(files.filter((name) => name.endsWith('.tmp'))).toHaveLength(0);
+  });
+
+  it('skips tables whose bloom filter excludes the hash', async () => {
+    const index = await open({ maxMemTableSize: 100 });
+    for (let position = 0; position < 100; position += 1) {
+      index.add([entry(BigInt(position) * 0x9e3779b97f4a7c15n % (1n << 64n), 0, position)], position + 1);
+    }
+    await index.flush();
+    for (let i = 0; i < 100; i += 1) index.getRange(BigInt(i) * 0x51ed27n + 12345n, 0, 10);
+    expect(index.stats().bloomFilterNegatives).toBeGreaterThan(90);
+  });
+
+  it('resetAbove deletes the durable index when it covers more than the log', async () => {
+    const index = await open({ maxMemTableSize: 5 });
+    for (let position = 0; position < 20; position += 1) {
+      index.add([entry(1n, position, position * 10)], position * 10 + 10);
+    }
+    await index.flush();
+    expect(await index.resetAbove(1000)).toBe(false);
+    expect(index.getRange(1n, 0, 100)).toHaveLength(20);
+    expect(await index.resetAbove(50)).toBe(true);
+    expect(index.persistedLogPosition).toBe(0);
+    expect(index.addedLogPosition).toBe(0);
+    expect(index.getRange(1n, 0, 100)).toEqual([]);
+    expect(await readdir(directory)).toEqual([]);
+    await index.close();
+    const reopened = await open();
+    expect(reopened.persistedLogPosition).toBe(0);
+  });
+
+  it('keeps everything in memory when memOnly and writes no file', async () => {
+    const index = await openStreamIndex({ indexPath: join(directory, 'none'), log, memOnly: true, maxMemTableSize: 2 });
+    for (let position = 0; position < 10; position += 1) {
+      index.add([entry(5n, position, position)], position + 1);
+    }
+    await index.flush();
+    await index.mergeAll();
+    expect(index.getRange(5n, 3, 4).map((e) => e.eventNumber)).toEqual([4, 3]);
+    expect(index.persistedLogPosition).toBe(10);
+    expect(await readdir(directory)).toEqual([]);
+    await index.close();
+  });
+});
