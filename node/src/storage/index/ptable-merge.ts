@@ -43,16 +43,20 @@ export async function* mergeSortedChunks(
   }
   let out = allocEntryBuffer(chunkEntryCount);
   let filled = 0;
+  // The last entry written, kept apart from `out` so duplicates across chunks are seen too.
+  const last = new Uint32Array(ENTRY_SIZE_WORDS);
+  let hasLast = false;
   while (live.length > 0) {
     const best = mergePickBest(live);
-    const isDuplicate =
-      filled > 0 && compareEntries(out.words, filled - 1, best.words, best.entry) === 0;
-    if (!isDuplicate) {
+    if (!hasLast || compareEntries(last, 0, best.words, best.entry) !== 0) {
       const from = best.entry * ENTRY_SIZE_WORDS;
       const to = filled * ENTRY_SIZE_WORDS;
       for (let word = 0; word < ENTRY_SIZE_WORDS; word += 1) {
-        out.words[to + word] = best.words[from + word]!;
+        const value = best.words[from + word]!;
+        out.words[to + word] = value;
+        last[word] = value;
       }
+      hasLast = true;
       filled += 1;
     }
     best.entry += 1;
