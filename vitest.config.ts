@@ -21,6 +21,13 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          name: 'k8s',
+          include: ['test/k8s/**/*.test.ts'],
+          globalSetup: ['test/k8s/global-setup.ts'],
+        },
+      },
     ],
   },
 });

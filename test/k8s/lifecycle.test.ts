@@ -1,0 +1,90 @@
+// Local kubelet: unsupported images, restarts with back-off, graceful deletion (SIGTERM, grace, SIGKILL).
+import { describe, expect, it } from 'vitest';
+import {
+  IMAGE,
+  api,
+  containerPid,
+  create,
+  ctx,
+  getPod,
+  processAlive,
+  useNamespace,
+  waitFor,
+  waitPodGone,
+  waitPodPhase,
+} from './helpers.js';
+
+// These tests check the local kubelet itself; on another cluster they do not apply.
+describe.skipIf(!!ctx().skipReason || !ctx().local)('local kubelet pod lifecycle', () => {
+  const ns = useNamespace('life');
+
+  it('marks pods of other images failed with a clear reason', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web' },
+      spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] },
+    });
+    const p = await waitPodPhase(ns(), 'web', ['Failed'], 30_000);
+    expect(p.status?.reason).toBe('UnsupportedImage');
+    expect(p.status?.message).toContain('nginx:1.27');
+  }, 60_000);
+
+  it('restarts a crashing container with back-off', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'crash' },
+      spec: {
+        restartPolicy: 'Always',
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'crash', image: `registry.example/team/${IMAGE}`, command: ['node', '-e', 'process.exit(3)'] }],
+      },
+    });
+    const p = await waitFor('two restarts', async () => {
+      const cur = await getPod(ns(), 'crash');
+      const st = cur?.status?.containerStatuses?.[0];
+      return (st?.restartCount ?? 0) >= 2 ? st : undefined;
+    }, 60_000);
+    expect(p.lastState?.terminated?.exitCode).toBe(3);
+    const waiting = await waitFor('CrashLoopBackOff', async () => {
+      const st = (await getPod(ns(), 'crash'))?.status?.containerStatuses?.[0];
+      return st?.state?.waiting?.reason === 'CrashLoopBackOff' ? st : undefined;
+    }, 30_000, 100);
+    expect(waiting.state?.waiting?.message).toContain('back-off');
+  }, 120_000);
+
+  it('on deletion sends SIGTERM, waits the grace period, then SIGKILLs before the pod goes', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'stubborn' },
+      spec: {
+        terminationGracePeriodSeconds: 3,
+        containers: [
+          {
+            name: 'stubborn',
+            image: IMAGE,
+            command: ['node', '-e', "process.on('SIGTERM', () => console.log('got SIGTERM, ignoring')); setInterval(() => {}, 1000)"],
+          },
+        ],
+      },
+    });
+    const running = await waitFor('stubborn running', async () => {
+      const cur = await getPod(ns(), 'stubborn');
+      return cur?.status?.containerStatuses?.[0]?.state?.running ? cur : undefined;
+    }, 30_000);
+    const pid = containerPid(running) ?? -1;
+    await new Promise((r) => setTimeout(r, 500)); // let it install its SIGTERM handler
+    expect(processAlive(pid)).toBe(true);
+    const t0 = Date.now();
+    await api().call('DELETE', `/api/v1/namespaces/${ns()}/pods/stubborn`);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(processAlive(pid)).toBe(true); // still in its grace period
+    expect(await getPod(ns(), 'stubborn')).toBeDefined();
+    await waitPodGone(ns(), 'stubborn', 30_000);
+    const elapsed = Date.now() - t0;
+    expect(elapsed).toBeGreaterThanOrEqual(2900);
+    expect(processAlive(pid)).toBe(false);
+  }, 90_000);
+});
