@@ -1,0 +1,89 @@
+/**
+ * Builds the node's HTTP API as a fastify instance. It never listens: main.ts does, and tests
+ * use `inject`. Every route module is registered here; request validation and serialization
+ * use zod; errors are mapped in one handler (error-handler.ts); unknown routes answer an empty
+ * 404 as EventStoreDB does. Every response carries EventStoreDB's CORS headers.
+ */
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from '../config/load.js';
+import type { EventDb } from '../storage/event-db-types.js';
+import { registerErrorHandler } from './error-handler.js';
+import { registerStreamsRoutes } from './routes/streams.js';
+import { registerUserRoutes } from './routes/users.js';
+import type { Security } from './security/security.js';
+import { sendStatus } from './streams/stream-http.js';
+
+export interface BuildServerDeps {
+  readonly db: EventDb;
+  readonly security: Security;
+  readonly log: Logger;
+  readonly loaded: LoadedConfig;
+  /** Starts the node's graceful shutdown (POST /admin/shutdown). */
+  readonly requestShutdown: () => void;
+}
+
+/** Room for a batch of events: the chunk size bounds one append anyway. */
+const BODY_LIMIT_BYTES_MAX = 64 * 1024 * 1024;
+
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-headers':
+    'Content-Type, X-Requested-With, X-Forwarded-Host, X-Forwarded-Prefix, X-PINGOTHER, Authorization, ' +
+    'ES-LongPoll, ES-ExpectedVersion, ES-EventId, ES-EventType, ES-RequireMaster, ES-RequireLeader, ' +
+    'ES-HardDelete, ES-ResolveLinkTos, SVC-LongPoll, SVC-ExpectedVersion, SVC-EventId, SVC-EventType, ' +
+    'SVC-RequiresMaster, SVC-HardDelete, SVC-ResolveLinkTos',
+  'access-control-expose-headers': 'Location, ES-Position, ES-CurrentVersion, SVC-Position, SVC-CurrentVersion',
+} as const;
+
+const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
+
+export function buildServer(deps: BuildServerDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandler(app);
+  registerRequestHooks(app);
+
+  app.setNotFoundHandler((request, reply) => {
+    if (request.method === 'OPTIONS') {
+      reply.header('access-control-allow-methods', ALL_METHODS);
+      return sendStatus(reply, 200, 'OK');
+    }
+    return sendStatus(reply, 404, 'Not Found');
+  });
+
+  const config = deps.loaded.config;
+  void registerStreamsRoutes(app, {
+    db: deps.db,
+    authorizer: deps.security,
+    maxEventSizeBytes: config.maxEventSize,
+    bodyLimitBytes: Math.min(Math.max(config.maxEventSize * 2, 1024 * 1024), BODY_LIMIT_BYTES_MAX),
+  });
+  registerUserRoutes(app, { security: deps.security });
+  return app;
+}
+
+/** CORS headers on every response and one debug line per request (never headers or bodies). */
+function registerRequestHooks(app: FastifyInstance): void {
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(CORS_HEADERS);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug(
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime),
+      },
+      'request completed',
+    );
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * The Streams endpoints of the AtomPub HTTP API (`/streams/...`), wire-compatible with
+ * EventStoreDB's AtomController. Registered in their own encapsulated context: request bodies
+ * reach the handlers as raw bytes whatever their Content-Type, because the media type decides
+ * how an append body is read (events array, single JSON event, binary data).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { handleAllFeed } from '../streams/read-all.js';
+import { handleReadEvent, handleStreamFeed, type FeedQuery } from '../streams/read-stream.js';
+import { handleReadMetadata, handleWriteMetadata } from '../streams/stream-metadata.js';
+import {
+  ALL_STREAM,
+  CACHE_FOREVER,
+  requestBaseUrl,
+  sendNotFound,
+  sendStatus,
+  type StreamsContext,
+} from '../streams/stream-http.js';
+import { handleAppend, handleDelete } from '../streams/write-stream.js';
+
+export interface StreamsRouteOptions extends StreamsContext {
+  /** Largest request body accepted, in bytes (a batch of events). */
+  readonly bodyLimitBytes: number;
+}
+
+const StreamParams = z.object({ stream: z.string().min(1) });
+const EventParams = z.object({ stream: z.string().min(1), event: z.string() });
+const PageParams = z.object({ stream: z.string().min(1), event: z.string(), count: z.string() });
+const IncomingParams = z.object({ stream: z.string().min(1), guid: z.string() });
+const ReadQuery = z.object({ embed: z.string().optional(), format: z.string().optional() });
+
+type Direction = 'forward' | 'backward';
+
+function feed(
+  context: StreamsContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: { stream: string; event?: string; count?: string; direction: Direction },
+  query: FeedQuery,
+): Promise<FastifyReply> {
+  if (params.stream === ALL_STREAM) {
+    const allParams = { position: params.event, count: params.count, direction: params.direction };
+    return handleAllFeed(context, request, reply, allParams, query);
+  }
+  const feedParams = { stream: params.stream, event: params.event, count: params.count, direction: params.direction };
+  return handleStreamFeed(context, request, reply, feedParams, query);
+}
+
+/** `/streams/{s}/` and friends answer 307 to the same URL without the trailing slash. */
+function redirectTrailingSlash(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const [path = '', query] = request.url.split('?');
+  const location = requestBaseUrl(request) + path.replace(/\/+$/, '') + (query === undefined ? '' : `?${query}`);
+  reply.header('location', location).header('cache-control', CACHE_FOREVER);
+  return sendStatus(reply, 307, 'Temporary Redirect', 'Moved Permanently');
+}
+
+export async function registerStreamsRoutes(parent: FastifyInstance, options: StreamsRouteOptions): Promise<void> {
+  await parent.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (_request, body, done) => {
+      done(null, body);
+    });
+    registerReadRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
+    registerWriteRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
+  });
+}
+
+function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.get('/streams/:stream', { schema: { params: StreamParams, querystring: ReadQuery } }, (request, reply) =>
+    feed(context, request, reply, { stream: request.params.stream, direction: 'backward' }, request.query),
+  );
+  typed.get('/streams/:stream/metadata', { schema: { params: StreamParams, querystring: ReadQuery } }, (request, reply) =>
+    handleReadMetadata(context, request, reply, request.params, request.query),
+  );
+  typed.get('/streams/:stream/:event', { schema: { params: EventParams, querystring: ReadQuery } }, (request, reply) => {
+    if (request.params.event === '') return redirectTrailingSlash(request, reply);
+    if (request.params.stream === ALL_STREAM) return sendNotFound(reply);
+    return handleReadEvent(context, request, reply, request.params, request.query);
+  });
+  typed.get('/streams/:stream/:event/:count', { schema: { params: PageParams, querystring: ReadQuery } }, (request, reply) =>
+    feed(context, request, reply, { ...request.params, direction: 'backward' }, request.query),
+  );
+  for (const direction of ['backward', 'forward'] as const) {
+    typed.get(
+      `/streams/:stream/:event/${direction}/:count`,
+      { schema: { params: PageParams, querystring: ReadQuery } },
+      (request, reply) => feed(context, request, reply, { ...request.params, direction }, request.query),
+    );
+  }
+  typed.get('/streams/:stream/metadata/', (request, reply) => redirectTrailingSlash(request, reply));
+}
+
+function registerWriteRoutes(app: FastifyInstance, context: StreamsContext): void {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.post('/streams/:stream', { schema: { params: StreamParams } }, (request, reply) =>
+    handleAppend(context, request, reply, request.params),
+  );
+  typed.post('/streams/:stream/incoming/:guid', { schema: { params: IncomingParams } }, (request, reply) =>
+    handleAppend(context, request, reply, request.params),
+  );
+  typed.post('/streams/:stream/metadata', { schema: { params: StreamParams } }, (request, reply) =>
+    handleWriteMetadata(context, request, reply, request.params),
+  );
+  typed.delete('/streams/:stream', { schema: { params: StreamParams } }, (request, reply) =>
+    handleDelete(context, request, reply, request.params),
+  );
+  for (const path of ['/streams/:stream/', '/streams/:stream/metadata/']) {
+    typed.post(path, (request, reply) => redirectTrailingSlash(request, reply));
+  }
+  typed.delete('/streams/:stream/', (request, reply) => redirectTrailingSlash(request, reply));
+}

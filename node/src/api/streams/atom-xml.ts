@@ -1,0 +1,84 @@
+/**
+ * XML renderings: Atom feeds and entries (application/atom+xml), the event DTO
+ * (vnd.eventstore.event+xml) and event data as XML (text/xml), converting JSON to elements the
+ * way Json.NET's XML converter does for the common shapes (objects, arrays, scalars).
+ */
+import type { RecordedEvent } from '../../storage/event-db-types.js';
+import { toEventDto, type AtomLink } from './entry.js';
+
+const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
+const ATOM_NS = 'http://www.w3.org/2005/Atom';
+
+export function escapeXml(text: string): string {
+  return text.replace(/[<>&"']/g, (c) => `&${{ '<': 'lt', '>': 'gt', '&': 'amp', '"': 'quot', "'": 'apos' }[c]};`);
+}
+
+/** XML names cannot hold every JSON key; unsafe characters become `_`. */
+function xmlName(key: string): string {
+  const name = key.replace(/[^A-Za-z0-9_.-]/g, '_');
+  return /^[A-Za-z_]/.test(name) ? name : `_${name}`;
+}
+
+function element(name: string, inner: string): string {
+  return inner === '' ? `<${name} />` : `<${name}>${inner}</${name}>`;
+}
+
+/** JSON value -> XML content of an element named `name` (arrays repeat the element). */
+export function jsonToXml(name: string, value: unknown): string {
+  if (Array.isArray(value)) return value.map((item) => jsonToXml(name, item)).join('');
+  if (typeof value === 'object' && value !== null) {
+    const inner = Object.entries(value).map(([key, child]) => jsonToXml(xmlName(key), child)).join('');
+    return element(name, inner);
+  }
+  if (value === null || value === undefined) return element(name, '');
+  return element(name, escapeXml(String(value)));
+}
+
+/** text/xml and application/xml single-event reads: `<data>...</data>`. */
+export function eventDataXml(event: RecordedEvent): string {
+  const dto = toEventDto(event);
+  return XML_DECLARATION + (typeof dto.data === 'string' ? element('data', escapeXml(dto.data)) : jsonToXml('data', dto.data));
+}
+
+/** vnd.eventstore.event+xml */
+export function eventDtoXml(event: RecordedEvent): string {
+  return XML_DECLARATION + jsonToXml('event', toEventDto(event));
+}
+
+function linksXml(links: readonly AtomLink[]): string {
+  return links.map((link) => `<link href="${escapeXml(link.uri)}" rel="${escapeXml(link.relation)}" />`).join('');
+}
+
+function entryXml(entry: Record<string, unknown>): string {
+  const text = (key: string): string => escapeXml(String(entry[key] ?? ''));
+  const content = entry.content === undefined ? '' : jsonToXml('content', entry.content).replace(/^<content>/, '<content type="application/vnd.eventstore.atom+json">');
+  return (
+    '<entry>' +
+    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
+    '<author><name>EventStore</name></author>' +
+    `<summary>${text('summary')}</summary>` +
+    content +
+    linksXml(entry.links as AtomLink[]) +
+    '</entry>'
+  );
+}
+
+/** A single Atom entry document (single-event reads with Accept: application/atom+xml). */
+export function entryDocumentXml(entry: Record<string, unknown>): string {
+  return XML_DECLARATION + entryXml(entry).replace(/^<entry>/, `<entry xmlns="${ATOM_NS}">`);
+}
+
+/** An Atom feed document rendered from the JSON feed model of feed.ts. */
+export function feedXml(feed: Record<string, unknown>): string {
+  const text = (key: string): string => escapeXml(String(feed[key] ?? ''));
+  const entries = (feed.entries as Record<string, unknown>[]).map(entryXml).join('');
+  return (
+    XML_DECLARATION +
+    `<feed xmlns="${ATOM_NS}">` +
+    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
+    '<author><name>EventStore</name></author>' +
+    linksXml(feed.links as AtomLink[]) +
+    entries +
+    '</feed>'
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * The `$all` feed: every event of the log in commit order, system events included, and deleted
+ * or expired events until a scavenge removes them. Reading it needs credentials and read access
+ * to `$all`. Positions are EventStoreDB's 32-hex-digit commit+prepare tokens.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AllPosition, ReadAllResult } from '../../storage/event-db-types.js';
+import { badRequest } from '../error-handler.js';
+import { feedXml } from './atom-xml.js';
+import { parseEmbed } from './entry.js';
+import { allFeed, parseAllPosition, type AllPage } from './feed.js';
+import { watchCommits } from './long-poll.js';
+import { FEED_CODECS, MediaType, negotiate } from './media-types.js';
+import { parseCount, sendDocument, sendNotAcceptable, type FeedQuery } from './read-stream.js';
+import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
+import { ALL_STREAM, authorizeStream, CACHE_FOREVER, CACHE_NEVER, requestBaseUrl, type StreamsContext } from './stream-http.js';
+
+export interface AllParams {
+  /** `head` or a position token; undefined for `/streams/$all`. */
+  readonly position: string | undefined;
+  readonly count: string | undefined;
+  readonly direction: 'forward' | 'backward';
+}
+
+function parsePosition(text: string, direction: 'forward' | 'backward'): AllPosition | 'head' {
+  if (direction === 'backward' && text.toLowerCase() === 'head') return 'head';
+  const position = parseAllPosition(text);
+  if (position === undefined) throw badRequest(`Invalid position argument: ${text}`);
+  return position;
+}
+
+export async function handleAllFeed(
+  context: StreamsContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: AllParams,
+  query: FeedQuery,
+): Promise<FastifyReply> {
+  const negotiated = negotiate(request.headers.accept, query.format, FEED_CODECS);
+  if (negotiated === undefined) return sendNotAcceptable(reply);
+  const mediaType = negotiated.mediaType === MediaType.DescriptionDocJson ? MediaType.AtomJson : negotiated.mediaType;
+  const position = parsePosition(params.position ?? 'head', params.direction);
+  const count = parseCount(params.count);
+  readResolveLinkTos(request);
+  const longPollSeconds = params.direction === 'forward' ? readLongPollSeconds(request) : undefined;
+  await authorizeStream(context, request, ALL_STREAM, 'r', { requireAuthenticated: true });
+
+  // Reading the writer checkpoint before the read makes the `previous` link of a head page
+  // start at or before the newest event shown: a client may see an event twice, never miss one.
+  const end = context.db.stats().writerCheckpoint;
+  const requested = position === 'head' ? { commitPosition: end, preparePosition: end } : position;
+  const read = (): Promise<ReadAllResult> =>
+    context.db.readAll(position === 'head' ? undefined : position, count, params.direction);
+  let result: ReadAllResult;
+  if (longPollSeconds === undefined) {
+    result = await read();
+  } else {
+    const watcher = watchCommits(context.db, () => true);
+    try {
+      result = await read();
+      if (result.events.length === 0) {
+        const abort = new AbortController();
+        reply.raw.once('close', () => abort.abort());
+        if (await watcher.wait(longPollSeconds * 1000, abort.signal)) result = await read();
+      }
+    } finally {
+      watcher.dispose();
+    }
+  }
+  const page: AllPage = {
+    direction: params.direction,
+    count,
+    requestedPosition: requested,
+    nextPosition: result.nextPosition,
+    isEnd: result.isEnd,
+    events: result.events,
+    eTag: undefined,
+  };
+  const fullPage = result.events.length === count && position !== 'head';
+  reply.header('cache-control', fullPage ? CACHE_FOREVER : CACHE_NEVER);
+  const feed = allFeed(page, { baseUrl: requestBaseUrl(request), embed: parseEmbed(query.embed) });
+  return sendDocument(reply, mediaType, feed, () => feedXml(feed));
+}

@@ -1,0 +1,35 @@
+/**
+ * An in-process API over the in-memory engine, for `inject` tests of the HTTP layer.
+ */
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { buildServer } from '../../node/src/api/build-server.js';
+import { createSecurity } from '../../node/src/api/security/security.js';
+import { loadConfig } from '../../node/src/config/load.js';
+import { MemoryEventDb } from './memory-event-db.js';
+
+export const ADMIN_AUTH = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
+
+export interface InjectServer {
+  readonly app: FastifyInstance;
+  readonly db: MemoryEventDb;
+  close(): Promise<void>;
+}
+
+export async function startInjectServer(argv: string[] = []): Promise<InjectServer> {
+  const db = new MemoryEventDb();
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const security = await createSecurity({ db, log });
+  const loaded = loadConfig({ argv: ['--mem-db', ...argv], env: {}, readFile: () => '' });
+  const app = buildServer({ db, security, log, loaded, requestShutdown: () => undefined });
+  await app.ready();
+  return {
+    app,
+    db,
+    async close() {
+      await app.close();
+      security.close();
+      await db.close();
+    },
+  };
+}
