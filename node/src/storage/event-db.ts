@@ -37,6 +37,7 @@ import type { IndexEntry, StreamHasher, StreamIndex } from './index/stream-index
 import { ioCounters } from '../platform/block-file.js';
 import { BoundedCache } from './bounded-cache.js';
 import { openIndexForEngine } from './index-adapter.js';
+import type { StreamExistenceFilter } from './index/stream-existence-filter.js';
 
 export interface EventDbDeps {
   readonly log: Logger;
@@ -126,6 +127,7 @@ export class Engine implements EventDb {
     private readonly index: StreamIndex,
     private readonly checkpoints: EngineCheckpoints,
     hasher: StreamHasher,
+    private readonly existence: StreamExistenceFilter,
   ) {
     this.hasher = hasher;
     this.nowMs = deps.nowMs ?? Date.now;
@@ -139,22 +141,31 @@ export class Engine implements EventDb {
 
   // ---------------------------------------------------------------- start-up
 
-  /** Brings the index up to the writer checkpoint by reading only the log past the index. */
+  /**
+   * Brings the index and the stream existence filter up to the writer checkpoint, reading only
+   * the log past the older of the two (never the whole log after a clean shutdown).
+   */
   catchUpIndex(): { records: number; fromPosition: number } {
-    const from = this.index.addedLogPosition;
+    const indexFrom = this.index.addedLogPosition;
+    const existenceFrom = Math.min(this.existence.coveredLogPosition, this.writerPos);
+    const from = Math.min(indexFrom, existenceFrom);
     let pending: IndexEntry[] = [];
     let records = 0;
     this.reader.scan(from, this.writerPos, (record, nextPosition) => {
       records += 1;
       if (record.type === RecordType.Prepare) {
-        pending.push({ streamHash: this.hasher(record.stream), eventNumber: record.eventNumber, logPosition: record.logPosition });
-      } else if (record.type === RecordType.Commit) {
+        if (record.logPosition >= existenceFrom) this.existence.add(record.stream);
+        if (record.logPosition >= indexFrom) {
+          pending.push({ streamHash: this.hasher(record.stream), eventNumber: record.eventNumber, logPosition: record.logPosition });
+        }
+      } else if (record.type === RecordType.Commit && record.logPosition >= indexFrom) {
         this.index.add(pending, nextPosition);
         pending = [];
       }
     });
     // Prepares without a commit below writer.chk cannot happen: a batch is durable whole or not at all.
     assert(pending.length === 0, `log ends with ${pending.length} uncommitted records below the writer checkpoint`);
+    if (this.writerPos > this.existence.coveredLogPosition) this.existence.advance(this.writerPos);
     return { records, fromPosition: from };
   }
 
@@ -393,6 +404,8 @@ export class Engine implements EventDb {
       }
     }
     this.index.add(entries, this.writerPos);
+    for (const { groups } of encoded) for (const g of groups) if (g.events[0]) this.existence.add(g.events[0].stream);
+    this.existence.advance(this.writerPos);
     for (const { outcome, groups } of encoded) {
       let result = outcome.result;
       for (const g of groups) {
@@ -440,6 +453,10 @@ export class Engine implements EventDb {
     const cached = this.lastNumberCache.get(stream);
     if (cached !== undefined) { this.cacheStats.cachedStreamInfo += 1; return cached; }
     this.cacheStats.notCachedStreamInfo += 1;
+    if (!this.existence.mightExist(stream)) {
+      this.lastNumberCache.set(stream, -1);
+      return -1;
+    }
     let last = -1;
     let walked = 0;
     for (const entry of this.index.iterateDescending(this.hasher(stream))) {
@@ -631,6 +648,7 @@ export class Engine implements EventDb {
     if (!this.failed) {
       await this.index.flush();
       await this.writeChaser();
+      await this.existence.close();
     }
     await this.index.close();
     await this.registry.close();
@@ -703,9 +721,9 @@ export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Pr
   const storage = options.memDb ? new MemoryChunkStorage() : new DirectoryChunkStorage(options.dbPath);
   const registry = await ChunkRegistry.open(storage, options.chunkSizeBytes, checkpoints.writer.read(), log);
   const truncateTo = checkpoints.truncate.read();
-  const index = await openIndexForEngine(options, log, deps.hasher);
+  const { index, existence } = await openIndexForEngine(options, log, deps.hasher);
   if (truncateTo >= 0) await applyTruncation(truncateTo, registry, index, checkpoints, log);
-  const engine = new Engine(options, deps, registry, index, checkpoints, deps.hasher ?? index.hasher);
+  const engine = new Engine(options, deps, registry, index, checkpoints, index.hasher, existence);
   const caught = engine.catchUpIndex();
   checkpoints.epochNumber = readEpochNumber(engine, checkpoints.epoch.read());
   await checkpoints.chaser.write(engine.writerPosition);
@@ -719,7 +737,7 @@ export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Pr
   return engine;
 }
 
-async function applyTruncation(position: number, registry: ChunkRegistry, index: StreamIndex & { resetAbove?: (p: number) => Promise<void> }, checkpoints: EngineCheckpoints, log: Logger): Promise<void> {
+async function applyTruncation(position: number, registry: ChunkRegistry, index: StreamIndex, checkpoints: EngineCheckpoints, log: Logger): Promise<void> {
   const writer = checkpoints.writer.read();
   if (position < writer) {
     log.warn({ truncatePosition: position, writerPosition: writer }, 'truncating the log (truncate.chk is set)');

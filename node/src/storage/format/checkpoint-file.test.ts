@@ -15,7 +15,7 @@ describe('checkpoint file', () => {
 
   it('falls back to the older slot when the newer one is torn', () => {
     const buf = fileWith({ sequence: 4, value: 100 }, { sequence: 5, value: 200 });
-    buf[checkpointSlotOffset(5) + 9] ^= 0xff; // a torn write of the newer slot
+    buf.writeUInt8(buf.readUInt8(checkpointSlotOffset(5) + 9) ^ 0xff, checkpointSlotOffset(5) + 9); // a torn write of the newer slot
     expect(decodeCheckpointFile(buf)).toEqual({ sequence: 4, value: 100 });
   });
 
