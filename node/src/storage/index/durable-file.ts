@@ -61,7 +61,8 @@ export class DurableFileWriter {
     let written = 0;
     try {
       while (written < bytes.length) {
-        const result = await this.handle.write(bytes, written, bytes.length - written, this.sizeBytes);
+        const length = bytes.length - written;
+        const result = await this.handle.write(bytes, written, length, this.sizeBytes);
         written += result.bytesWritten;
         this.sizeBytes += result.bytesWritten;
       }

@@ -42,8 +42,8 @@ export function readUint53(words: Uint32Array, word: number): number {
 }
 
 export function assertEntryNumbers(eventNumber: number, logPosition: number): void {
-  assert(Number.isSafeInteger(eventNumber) && eventNumber >= 0, 'event number is a safe integer >= 0');
-  assert(Number.isSafeInteger(logPosition) && logPosition >= 0, 'log position is a safe integer >= 0');
+  assert(Number.isSafeInteger(eventNumber) && eventNumber >= 0, 'event number is an integer >= 0');
+  assert(Number.isSafeInteger(logPosition) && logPosition >= 0, 'log position is an integer >= 0');
 }
 
 /** Encodes entry `entryIndex` of `words`. Numbers must already be checked. */

@@ -42,7 +42,8 @@ function sha256Hex(text: string): string {
 }
 
 export function encodeIndexMap(map: IndexMap): string {
-  assert(Number.isSafeInteger(map.persistedLogPosition) && map.persistedLogPosition >= 0, 'position');
+  const position = map.persistedLogPosition;
+  assert(Number.isSafeInteger(position) && position >= 0, 'persisted position is an integer >= 0');
   const lines = [INDEX_MAP_HEADER, `persistedLogPosition ${map.persistedLogPosition}`];
   for (const table of map.tables) {
     assert(isTableFileName(table.fileName), 'table file name is a UUID');

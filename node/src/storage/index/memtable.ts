@@ -97,7 +97,9 @@ function memTableSorted(entries: HashEntries): number[] {
   const numbers = entries.numbers;
   const pairCount = numbers.length / 2;
   const order = Array.from({ length: pairCount }, (_, pair) => pair);
-  order.sort((a, b) => numbers[a * 2]! - numbers[b * 2]! || numbers[a * 2 + 1]! - numbers[b * 2 + 1]!);
+  order.sort(
+    (a, b) => numbers[a * 2]! - numbers[b * 2]! || numbers[a * 2 + 1]! - numbers[b * 2 + 1]!,
+  );
   const sorted = new Array<number>(numbers.length);
   for (let i = 0; i < pairCount; i += 1) {
     sorted[i * 2] = numbers[order[i]! * 2]!;

@@ -44,7 +44,8 @@ export async function openStreamIndex(
       details: { maxMemTableSize },
     });
   }
-  if (!Number.isSafeInteger(bloomBitCountMax) || bloomBitCountMax < 1024 || bloomBitCountMax > 2 ** 32) {
+  const bloomBitCountValid = bloomBitCountMax >= 1024 && bloomBitCountMax <= 2 ** 32;
+  if (!Number.isSafeInteger(bloomBitCountMax) || !bloomBitCountValid) {
     throw new EventDbError('EDB_CONFIG_INVALID', 'bloomFilterBitCountMax out of range', {
       details: { bloomBitCountMax },
     });

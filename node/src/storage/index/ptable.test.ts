@@ -60,16 +60,18 @@ function rangeOf(source: MemTable | PTable, hash: bigint, from: number, to: numb
 const BIG_HASH = 0xfedcba9876543210n;
 
 describe('PTable', () => {
-  it('round-trips entries through the file, with full 64-bit hashes and 53-bit numbers', async () => {
+  it('round-trips entries with full 64-bit hashes and 53-bit numbers', async () => {
     const big = Number.MAX_SAFE_INTEGER;
     const mem = memTableOf([
       [BIG_HASH, 0, 10], [BIG_HASH, 1, big], [BIG_HASH, 2 ** 40, 30], [1n, 5, 50], [0n, 0, 0],
     ]);
     const written = await tableOf(mem);
     expect(rangeOf(written, BIG_HASH, 0, Infinity)).toEqual(rangeOf(mem, BIG_HASH, 0, Infinity));
-    expect(rangeOf(written, BIG_HASH, 0, Infinity).map((e) => e.logPosition)).toEqual([30, big, 10]);
+    const positions = rangeOf(written, BIG_HASH, 0, Infinity).map((e) => e.logPosition);
+    expect(positions).toEqual([30, big, 10]);
     written.close();
-    const opened = await PTable.open({ directory, fileName: written.fileName, verifyChecksum: true, log });
+    const fileName = written.fileName;
+    const opened = await PTable.open({ directory, fileName, verifyChecksum: true, log });
     for (const hash of [BIG_HASH, 1n, 0n, 2n]) {
       expect(rangeOf(opened, hash, 0, Infinity)).toEqual(rangeOf(mem, hash, 0, Infinity));
     }
@@ -82,7 +84,8 @@ describe('PTable', () => {
     for (let i = 0; i < 20_000; i += 1) entries.push([BigInt(i % 13), Math.floor(i / 13), i]);
     const mem = memTableOf(entries);
     const table = await tableOf(mem, 4096);
-    for (const [hash, from, to] of [[0n, 0, 2000], [5n, 100, 100], [12n, 1500, 1600], [3n, 1537, 9999]] as const) {
+    const queries = [[0n, 0, 2000], [5n, 100, 100], [12n, 1500, 1600], [3n, 1537, 9999]] as const;
+    for (const [hash, from, to] of queries) {
       expect(rangeOf(table, hash, from, to)).toEqual(rangeOf(mem, hash, from, to));
     }
     table.close();
@@ -125,7 +128,9 @@ describe('bloom filter', () => {
     const keyCount = 50_000;
     const filter = BloomFilter.withBitCount(Math.ceil(keyCount * 8.2));
     for (let key = 0; key < keyCount; key += 1) filter.add(key * 7, key);
-    for (let key = 0; key < keyCount; key += 1) expect(filter.mightContain(key * 7, key)).toBe(true);
+    for (let key = 0; key < keyCount; key += 1) {
+      expect(filter.mightContain(key * 7, key)).toBe(true);
+    }
     let falsePositives = 0;
     const probeCount = 200_000;
     for (let probe = 0; probe < probeCount; probe += 1) {

@@ -38,7 +38,7 @@ describe('UTF-16 string hashes', () => {
     }
   });
 
-  it('composes the 64-bit stream hash as (xxHash32 << 32) | murmur3 with the EventStoreDB seed', () => {
+  it('composes (xxHash32 << 32) | murmur3 with the EventStoreDB seed', () => {
     const name = 'order-42';
     const expected = (BigInt(xxHash32(utf16(name), 0xc58f1a7b)) << 32n) |
       BigInt(murmur3(utf16(name), 0xc58f1a7b));

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -161,6 +161,9 @@ describe('PersistentStreamIndex', () => {
     }
   });
 
+});
+
+describe('PersistentStreamIndex files', () => {
   it('deletes replaced table files only after the new indexmap is written', async () => {
     const index = await open({ maxMemTableSize: 5 });
     for (let position = 0; position < 40; position += 1) {
@@ -168,14 +171,16 @@ describe('PersistentStreamIndex', () => {
     }
     await index.mergeAll();
     const files = (await readdir(directory)).sort();
-    expect(files.filter((name) => !name.endsWith('.bloomfilter') && name !== 'indexmap')).toHaveLength(1);
+    const tables = files.filter((name) => !name.endsWith('.bloomfilter') && name !== 'indexmap');
+    expect(tables).toHaveLength(1);
     expect(files.filter((name) => name.endsWith('.tmp'))).toHaveLength(0);
   });
 
   it('skips tables whose bloom filter excludes the hash', async () => {
     const index = await open({ maxMemTableSize: 100 });
     for (let position = 0; position < 100; position += 1) {
-      index.add([entry(BigInt(position) * 0x9e3779b97f4a7c15n % (1n << 64n), 0, position)], position + 1);
+      const hash = (BigInt(position) * 0x9e3779b97f4a7c15n) % (1n << 64n);
+      index.add([entry(hash, 0, position)], position + 1);
     }
     await index.flush();
     for (let i = 0; i < 100; i += 1) index.getRange(BigInt(i) * 0x51ed27n + 12345n, 0, 10);
@@ -200,8 +205,38 @@ describe('PersistentStreamIndex', () => {
     expect(reopened.persistedLogPosition).toBe(0);
   });
 
+  it('removes leftovers of an interrupted flush or merge at open', async () => {
+    const index = await open({ maxMemTableSize: 3 });
+    index.add([entry(1n, 0, 0), entry(1n, 1, 10), entry(1n, 2, 20)], 30);
+    await index.flush();
+    await index.close();
+    const stray = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    await writeFile(join(directory, stray), 'x');
+    await writeFile(join(directory, `${stray}.bloomfilter`), 'x');
+    await writeFile(join(directory, 'indexmap.1234.tmp'), 'x');
+    const before = (await readdir(directory)).length;
+    const reopened = await open();
+    expect((await readdir(directory)).length).toBe(before - 3);
+    expect(reopened.getRange(1n, 0, 5)).toHaveLength(3);
+  });
+
+  it('refuses to open with EDB_INDEX_CORRUPT when a listed table has a flipped byte', async () => {
+    const index = await open({ maxMemTableSize: 3 });
+    index.add([entry(1n, 0, 0), entry(1n, 1, 10), entry(1n, 2, 20)], 30);
+    await index.flush();
+    await index.close();
+    const table = (await readdir(directory)).find((name) => /^[0-9a-f-]{36}$/.test(name))!;
+    const bytes = await readFile(join(directory, table));
+    bytes[40]! ^= 0x04;
+    await writeFile(join(directory, table), bytes);
+    const opening = open();
+    await expect(opening).rejects.toMatchObject({ code: 'EDB_INDEX_CORRUPT' });
+    await expect(opening).rejects.toThrow(table);
+  });
+
   it('keeps everything in memory when memOnly and writes no file', async () => {
-    const index = await openStreamIndex({ indexPath: join(directory, 'none'), log, memOnly: true, maxMemTableSize: 2 });
+    const indexPath = join(directory, 'none');
+    const index = await openStreamIndex({ indexPath, log, memOnly: true, maxMemTableSize: 2 });
     for (let position = 0; position < 10; position += 1) {
       index.add([entry(5n, position, position)], position + 1);
     }

@@ -33,6 +33,7 @@ const ITERATE_BATCH_MIN = 64;
 const ITERATE_BATCH_MAX = 4096;
 /** Frozen memtables waiting for a flush beyond which a warning is logged once. */
 const FROZEN_WARN_COUNT = 3;
+const HASH_MAX = (1n << 64n) - 1n;
 
 export interface LiveTable {
   readonly level: number;
@@ -95,6 +96,7 @@ export class PersistentStreamIndex implements StreamIndex {
     assert(upToLogPosition >= this.addedLogPositionValue, 'index adds arrive in log order');
     const mem = this.mem;
     for (const entry of entries) {
+      assert(entry.streamHash >= 0n && entry.streamHash <= HASH_MAX, 'stream hash is a uint64');
       assertEntryNumbers(entry.eventNumber, entry.logPosition);
       mem.add(entry.streamHash, entry.eventNumber, entry.logPosition);
     }
@@ -137,7 +139,8 @@ export class PersistentStreamIndex implements StreamIndex {
   async flush(): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     if (this.config.memOnly) return;
-    const coveredLogPosition = this.frozen.at(-1)?.upToLogPosition ?? this.persistedLogPositionValue;
+    const lastFrozen = this.frozen.at(-1);
+    const coveredLogPosition = lastFrozen?.upToLogPosition ?? this.persistedLogPositionValue;
     if (this.mem.entryCount > 0 || this.mem.upToLogPosition > coveredLogPosition) {
       this.freezeMemTable();
     }
