@@ -1,0 +1,237 @@
+/**
+ * HTTP section: a real EventDB node process (temp directory, durable on disk) driven by a
+ * separate load-generator process, then the same workloads against a private PostgreSQL
+ * cluster used as an event store (unique (stream, version), synchronous_commit on).
+ *
+ * Workloads: single-event appends over 64 keep-alive connections, 100-event batches over 16,
+ * and forward feed reads with embed=body over 16. Each is bounded in time and in count.
+ * Figures: events/s, p50/p99 request latency, the node's peak RSS (VmHWM), EventDB/PostgreSQL.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, openSync, closeSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import { eventsPerSecond } from './bench-types.js';
+import type { WorkloadSpec } from './load-worker.js';
+import { ensurePostgresInstalled, startPostgres } from './pg-server.js';
+
+const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
+const PAYLOAD_BYTES = 100;
+const ADMIN_AUTHORIZATION = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
+const MAIN_PATH = fileURLToPath(new URL('../../node/src/main.js', import.meta.url));
+const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
+
+interface WorkloadPlan {
+  readonly key: 'single' | 'batch' | 'read';
+  readonly label: string;
+  readonly connections: number;
+  readonly eventsPerRequest: number;
+  readonly requestCountMax: number;
+  /** events/s EventDB should reach. */
+  readonly target?: number;
+}
+
+const PLANS: readonly WorkloadPlan[] = [
+  { key: 'single', label: 'append 1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000, target: 10_000 },
+  { key: 'batch', label: 'append 100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000, target: 150_000 },
+  { key: 'read', label: 'feed read 100/page embed=body, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 500_000 },
+];
+
+type Results = Partial<Record<WorkloadPlan['key'], WorkloadResult>>;
+
+export async function run(): Promise<BenchSection> {
+  const notes: string[] = [`each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} bytes/event`];
+  const eventdb = await runEventDb(notes);
+  const postgres = await runPostgres(notes);
+  const metrics: BenchMetric[] = [];
+  for (const plan of PLANS) {
+    const ours = eventdb.results[plan.key];
+    const theirs = postgres?.[plan.key];
+    if (ours !== undefined) metrics.push(...workloadMetrics(`EventDB ${plan.label}`, ours, plan.target));
+    if (theirs !== undefined) metrics.push(...workloadMetrics(`PostgreSQL ${plan.label}`, theirs));
+    if (ours !== undefined && theirs !== undefined && eventsPerSecond(theirs) > 0) {
+      metrics.push({ name: `EventDB/PostgreSQL ${plan.key}`, value: round(eventsPerSecond(ours) / eventsPerSecond(theirs)), unit: 'x' });
+    }
+  }
+  metrics.push({ name: 'EventDB node peak RSS (VmHWM)', value: round(eventdb.peakRssBytes / 1024 / 1024), unit: 'MiB', lowerIsBetter: true });
+  return { name: 'http', metrics, notes };
+}
+
+function workloadMetrics(prefix: string, result: WorkloadResult, target?: number): BenchMetric[] {
+  return [
+    { name: `${prefix}: throughput`, value: eventsPerSecond(result), unit: 'events/s', ...(target === undefined ? {} : { target }) },
+    { name: `${prefix}: p50 latency`, value: result.latencyP50Ms, unit: 'ms', lowerIsBetter: true },
+    { name: `${prefix}: p99 latency`, value: result.latencyP99Ms, unit: 'ms', lowerIsBetter: true },
+    { name: `${prefix}: errors`, value: result.errorCount, unit: 'requests', lowerIsBetter: true },
+  ];
+}
+
+async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssBytes: number }> {
+  const dir = mkdtempSync(join(process.env['BENCH_DIR'] ?? tmpdir(), 'eventdb-bench-node-'));
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const node = startNode(dir, port);
+  const rss = watchPeakRss(node.pid ?? 0);
+  try {
+    await waitUntilServing(origin, node);
+    const http = { origin, authorization: ADMIN_AUTHORIZATION };
+    const results = await runWorkloads(notes, 'EventDB', (plan, streamLengths, prefix) =>
+      plan.key === 'read'
+        ? { kind: 'http-read', ...http, ...common(plan), pageSize: plan.eventsPerRequest, streamLengths }
+        : { kind: 'http-append', ...http, ...common(plan), eventsPerRequest: plan.eventsPerRequest, streamPrefix: prefix, payloadBytes: PAYLOAD_BYTES },
+    );
+    notes.push(...(await nodeStatsNotes(origin)));
+    return { results, peakRssBytes: rss.stop() };
+  } finally {
+    rss.stop();
+    await stopNode(node);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runPostgres(notes: string[]): Promise<Results | undefined> {
+  const binDir = ensurePostgresInstalled(notes);
+  if (binDir === undefined) return undefined;
+  const server = await startPostgres(binDir, await freePort());
+  notes.push(`PostgreSQL ${server.version}: private cluster on 127.0.0.1, fsync=on, synchronous_commit=on, one row per event`);
+  try {
+    return await runWorkloads(notes, 'PostgreSQL', (plan, streamLengths, prefix) =>
+      plan.key === 'read'
+        ? { kind: 'pg-read', connectionString: server.connectionString, ...common(plan), pageSize: plan.eventsPerRequest, streamLengths }
+        : { kind: 'pg-append', connectionString: server.connectionString, ...common(plan), eventsPerRequest: plan.eventsPerRequest, streamPrefix: prefix, payloadBytes: PAYLOAD_BYTES },
+    );
+  } finally {
+    server.stop();
+  }
+}
+
+function common(plan: WorkloadPlan): { connections: number; durationMs: number; requestCountMax: number } {
+  return { connections: plan.connections, durationMs: DURATION_MS, requestCountMax: plan.requestCountMax };
+}
+
+/** Runs the plans in order; the read workload reads the streams the batch workload wrote. */
+async function runWorkloads(
+  notes: string[],
+  system: string,
+  specOf: (plan: WorkloadPlan, streamLengths: Record<string, number>, prefix: string) => WorkloadSpec,
+): Promise<Results> {
+  const results: Results = {};
+  for (const plan of PLANS) {
+    const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
+    const result = await runWorker(specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`));
+    results[plan.key] = result;
+    process.stderr.write(`  ${system} ${plan.label}: ${eventsPerSecond(result)} events/s, p99 ${result.latencyP99Ms} ms\n`);
+    if (result.errorCount > 0) notes.push(`${system} ${plan.key}: ${result.errorCount} errors, first: ${result.firstError ?? '?'}`);
+  }
+  return results;
+}
+
+function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), spec.durationMs + 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(killer);
+      const line = stdout.trim().split('\n').at(-1) ?? '';
+      if (code !== 0 || line === '') reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
+      else resolve(JSON.parse(line) as WorkloadResult);
+    });
+  });
+}
+
+function startNode(dir: string, port: number): ChildProcess {
+  const log = openSync(join(dir, 'node.log'), 'a');
+  const args = [MAIN_PATH, '--db', join(dir, 'db'), '--index', join(dir, 'index'), '--http-ip', '127.0.0.1', '--http-port', String(port), '--log-level', 'warn'];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
+  closeSync(log);
+  return child;
+}
+
+async function waitUntilServing(origin: string, node: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (node.exitCode !== null) throw new Error(`node exited early with code ${node.exitCode}`);
+    try {
+      const res = await fetch(`${origin}/streams/bench-warmup`, {
+        method: 'POST',
+        headers: { authorization: ADMIN_AUTHORIZATION, 'content-type': 'application/vnd.eventstore.events+json' },
+        body: JSON.stringify([{ eventId: crypto.randomUUID(), eventType: 'warmup', data: {} }]),
+      });
+      if (res.status === 201) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('node did not start serving within 60 s');
+}
+
+async function stopNode(node: ChildProcess): Promise<void> {
+  if (node.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => node.once('exit', () => resolve()));
+  node.kill('SIGTERM');
+  const timer = setTimeout(() => node.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Polls VmHWM (the kernel's own peak RSS) while the node runs; stop() returns the peak. */
+function watchPeakRss(pid: number): { stop: () => number } {
+  let peak = 0;
+  const poll = (): void => {
+    try {
+      const kb = /^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+      if (kb !== undefined) peak = Math.max(peak, Number(kb) * 1024);
+    } catch {
+      // The process has exited; keep the last figure.
+    }
+  };
+  const timer = setInterval(poll, 500);
+  return {
+    stop: () => {
+      poll();
+      clearInterval(timer);
+      return peak;
+    },
+  };
+}
+
+async function nodeStatsNotes(origin: string): Promise<string[]> {
+  try {
+    const res = await fetch(`${origin}/stats`, { headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' } });
+    if (res.status !== 200) return [`/stats answered ${res.status}`];
+    const stats = (await res.json()) as { svc?: { writer?: Record<string, number> }; proc?: { diskIo?: Record<string, number> } };
+    const writer = stats.svc?.writer;
+    const io = stats.proc?.diskIo;
+    return [
+      `node /stats after the run: writer meanFlushSize ${writer?.['meanFlushSize']} B, maxFlushSize ${writer?.['maxFlushSize']} B, ` +
+        `meanFlushDelayMs ${writer?.['meanFlushDelayMs']}; diskIo writtenBytes ${io?.['writtenBytes']}`,
+    ];
+  } catch (err: unknown) {
+    return [`/stats unavailable: ${err instanceof Error ? err.message : String(err)}`];
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}

@@ -1,0 +1,221 @@
+/**
+ * A load-generator process: runs one workload against EventDB (HTTP, undici keep-alive pool)
+ * or PostgreSQL (pg pool) and prints one JSON WorkloadResult on stdout. It runs in its own
+ * process so that its CPU is not charged to the server under test. Every workload is bounded
+ * both in time (`durationMs`) and in count (`requestCountMax`).
+ *
+ * Usage: node load-worker.js '<WorkloadSpec JSON>'
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+
+import pg from 'pg';
+import { Pool } from 'undici';
+
+import { percentile, type WorkloadResult } from './bench-types.js';
+
+export type WorkloadSpec =
+  | ({ readonly kind: 'http-append' } & AppendSpec & { readonly origin: string; readonly authorization: string })
+  | ({ readonly kind: 'http-read' } & ReadSpec & { readonly origin: string; readonly authorization: string })
+  | ({ readonly kind: 'pg-append' } & AppendSpec & { readonly connectionString: string })
+  | ({ readonly kind: 'pg-read' } & ReadSpec & { readonly connectionString: string });
+
+interface CommonSpec {
+  readonly connections: number;
+  readonly durationMs: number;
+  readonly requestCountMax: number;
+}
+
+interface AppendSpec extends CommonSpec {
+  readonly eventsPerRequest: number;
+  readonly streamPrefix: string;
+  readonly payloadBytes: number;
+}
+
+interface ReadSpec extends CommonSpec {
+  readonly pageSize: number;
+  readonly streamLengths: Readonly<Record<string, number>>;
+}
+
+/** One lane = one connection issuing requests back to back. */
+type LaneStep = (laneIndex: number) => Promise<{ events: number; ok: boolean; error?: string }>;
+
+interface LaneRun {
+  readonly step: LaneStep;
+  readonly connections: number;
+  readonly durationMs: number;
+  readonly requestCountMax: number;
+}
+
+async function runLanes(run: LaneRun): Promise<WorkloadResult> {
+  const latencies: number[] = [];
+  let started = 0;
+  let events = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const start = performance.now();
+  const deadline = start + run.durationMs;
+  const lane = async (laneIndex: number): Promise<void> => {
+    while (performance.now() < deadline && started < run.requestCountMax) {
+      started += 1;
+      const t0 = performance.now();
+      try {
+        const outcome = await run.step(laneIndex);
+        latencies.push(performance.now() - t0);
+        if (outcome.ok) events += outcome.events;
+        else {
+          errors += 1;
+          firstError ??= outcome.error;
+        }
+      } catch (err: unknown) {
+        errors += 1;
+        firstError ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: run.connections }, (_, i) => lane(i)));
+  const elapsedMs = performance.now() - start;
+  latencies.sort((a, b) => a - b);
+  return {
+    requestCount: started,
+    eventCount: events,
+    errorCount: errors,
+    elapsedMs,
+    latencyP50Ms: round(percentile(latencies, 0.5)),
+    latencyP99Ms: round(percentile(latencies, 0.99)),
+    ...(firstError === undefined ? {} : { firstError }),
+  };
+}
+
+function payload(bytes: number): string {
+  return JSON.stringify({ filler: 'x'.repeat(Math.max(0, bytes - 14)) });
+}
+
+async function httpAppend(spec: Extract<WorkloadSpec, { kind: 'http-append' }>): Promise<WorkloadResult> {
+  const pool = new Pool(spec.origin, { connections: spec.connections, pipelining: 1 });
+  const data = JSON.parse(payload(spec.payloadBytes)) as unknown;
+  const lengths: Record<string, number> = {};
+  const headers = { authorization: spec.authorization, 'content-type': 'application/vnd.eventstore.events+json' };
+  const step: LaneStep = async (laneIndex) => {
+    const stream = `${spec.streamPrefix}-${laneIndex}`;
+    const body = JSON.stringify(
+      Array.from({ length: spec.eventsPerRequest }, () => ({ eventId: randomUUID(), eventType: 'bench-event', data })),
+    );
+    const res = await pool.request({ origin: spec.origin, path: `/streams/${stream}`, method: 'POST', headers, body });
+    const text = await res.body.text();
+    if (res.statusCode !== 201) return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
+    lengths[stream] = (lengths[stream] ?? 0) + spec.eventsPerRequest;
+    return { events: spec.eventsPerRequest, ok: true };
+  };
+  try {
+    return { ...(await runLanes({ ...spec, step })), streamLengths: lengths };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Reads each stream forward in pages (embed=body), wrapping to 0 at its end. */
+async function httpRead(spec: Extract<WorkloadSpec, { kind: 'http-read' }>): Promise<WorkloadResult> {
+  const pool = new Pool(spec.origin, { connections: spec.connections, pipelining: 1 });
+  const streams = Object.entries(spec.streamLengths).filter(([, n]) => n > 0);
+  const cursors = streams.map(() => 0);
+  const headers = { authorization: spec.authorization, accept: 'application/vnd.eventstore.atom+json' };
+  let checked = 0;
+  const step: LaneStep = async (laneIndex) => {
+    const streamIndex = laneIndex % streams.length;
+    const [stream, length] = streams[streamIndex] ?? ['', 0];
+    const from = cursors[streamIndex] ?? 0;
+    cursors[streamIndex] = from + spec.pageSize >= length ? 0 : from + spec.pageSize;
+    const path = `/streams/${stream}/${from}/forward/${spec.pageSize}?embed=body`;
+    const res = await pool.request({ origin: spec.origin, path, method: 'GET', headers });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
+    const expected = Math.min(spec.pageSize, length - from);
+    // Parsing every page would make the client the bottleneck; every 64th is checked.
+    if (checked++ % 64 === 0) {
+      const entries = (JSON.parse(text) as { entries?: unknown[] }).entries?.length ?? -1;
+      if (entries !== expected) return { events: 0, ok: false, error: `expected ${expected} entries, got ${entries}` };
+    }
+    return { events: expected, ok: true };
+  };
+  try {
+    return await runLanes({ ...spec, connections: Math.min(spec.connections, streams.length * 4), step });
+  } finally {
+    await pool.close();
+  }
+}
+
+async function pgAppend(spec: Extract<WorkloadSpec, { kind: 'pg-append' }>): Promise<WorkloadResult> {
+  const pool = new pg.Pool({ connectionString: spec.connectionString, max: spec.connections });
+  const clients = await Promise.all(Array.from({ length: spec.connections }, () => pool.connect()));
+  const versions = clients.map(() => 0);
+  const lengths: Record<string, number> = {};
+  const data = payload(spec.payloadBytes);
+  const n = spec.eventsPerRequest;
+  const values = Array.from({ length: n }, (_, i) => `($1, $${i * 2 + 2}, $${i * 2 + 3}, 'bench-event', $${n * 2 + 2})`).join(', ');
+  const sql = `INSERT INTO events (stream, version, event_id, event_type, data) VALUES ${values}`;
+  const step: LaneStep = async (laneIndex) => {
+    const stream = `${spec.streamPrefix}-${laneIndex}`;
+    const first = versions[laneIndex] ?? 0;
+    const params: unknown[] = [stream];
+    for (let i = 0; i < n; i++) params.push(first + i, randomUUID());
+    params.push(data);
+    await clients[laneIndex]?.query(sql, params);
+    versions[laneIndex] = first + n;
+    lengths[stream] = first + n;
+    return { events: n, ok: true };
+  };
+  try {
+    return { ...(await runLanes({ ...spec, step })), streamLengths: lengths };
+  } finally {
+    for (const c of clients) c.release();
+    await pool.end();
+  }
+}
+
+async function pgRead(spec: Extract<WorkloadSpec, { kind: 'pg-read' }>): Promise<WorkloadResult> {
+  const streams = Object.entries(spec.streamLengths).filter(([, n]) => n > 0);
+  const connections = Math.min(spec.connections, streams.length * 4);
+  const pool = new pg.Pool({ connectionString: spec.connectionString, max: connections });
+  const clients = await Promise.all(Array.from({ length: connections }, () => pool.connect()));
+  const cursors = streams.map(() => 0);
+  const sql =
+    'SELECT stream, version, event_id, event_type, data, created_at FROM events ' +
+    'WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3';
+  const step: LaneStep = async (laneIndex) => {
+    const streamIndex = laneIndex % streams.length;
+    const [stream, length] = streams[streamIndex] ?? ['', 0];
+    const from = cursors[streamIndex] ?? 0;
+    cursors[streamIndex] = from + spec.pageSize >= length ? 0 : from + spec.pageSize;
+    const result = await clients[laneIndex]?.query(sql, [stream, from, spec.pageSize]);
+    return { events: result?.rowCount ?? 0, ok: true };
+  };
+  try {
+    return await runLanes({ ...spec, connections, step });
+  } finally {
+    for (const c of clients) c.release();
+    await pool.end();
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '{}') as WorkloadSpec;
+  const result =
+    spec.kind === 'http-append'
+      ? await httpAppend(spec)
+      : spec.kind === 'http-read'
+        ? await httpRead(spec)
+        : spec.kind === 'pg-append'
+          ? await pgAppend(spec)
+          : await pgRead(spec);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`load worker failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
