@@ -26,7 +26,7 @@ export interface RootLogger {
 }
 
 export function createRootLogger(options: { level: string; destination?: DestinationStream }): RootLogger {
-  const destination = options.destination ?? pino.destination({ dest: 1, sync: false, minLength: 0 });
+  const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
   const log = pino(
     {
       level: options.level,

@@ -22,22 +22,18 @@ export interface OptionSpec {
   readonly deprecationMessage?: string;
 }
 
-function integerOption(
-  group: OptionGroup,
-  defaultValue: number,
-  description: string,
-  min = 0,
-): OptionSpec {
+// The helpers' return types are inferred so the schema keeps each option's value type.
+function integerOption(group: OptionGroup, defaultValue: number, description: string, min = 0) {
   const schema = z.number().int().min(min).max(Number.MAX_SAFE_INTEGER);
-  return { kind: 'integer', group, schema: schema.default(defaultValue).describe(description) };
+  return { kind: 'integer' as const, group, schema: schema.default(defaultValue).describe(description) };
 }
 
-function booleanOption(group: OptionGroup, defaultValue: boolean, description: string): OptionSpec {
-  return { kind: 'boolean', group, schema: z.boolean().default(defaultValue).describe(description) };
+function booleanOption(group: OptionGroup, defaultValue: boolean, description: string) {
+  return { kind: 'boolean' as const, group, schema: z.boolean().default(defaultValue).describe(description) };
 }
 
-function stringOption(group: OptionGroup, defaultValue: string, description: string): OptionSpec {
-  return { kind: 'string', group, schema: z.string().min(1).default(defaultValue).describe(description) };
+function stringOption(group: OptionGroup, defaultValue: string, description: string) {
+  return { kind: 'string' as const, group, schema: z.string().min(1).default(defaultValue).describe(description) };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -45,13 +41,13 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every option of the node. Keys are camelCase; units are stated in the description. */
 export const NODE_OPTIONS = {
   config: {
-    kind: 'string',
-    group: 'Application',
+    kind: 'string' as const,
+    group: 'Application' as const,
     schema: z.string().min(1).optional().describe('Path of a YAML configuration file (PascalCase keys).'),
   },
   logLevel: {
-    kind: 'string',
-    group: 'Logging',
+    kind: 'string' as const,
+    group: 'Logging' as const,
     schema: z.enum(LOG_LEVELS).default('info').describe(`Log level: ${LOG_LEVELS.join(', ')}.`),
   },
   insecure: booleanOption(
@@ -62,12 +58,17 @@ export const NODE_OPTIONS = {
   ),
   defaultAdminPassword: {
     ...stringOption('Application', 'changeit', 'Password of the default admin user, used when it is first created.'),
-    secret: true,
+    secret: true as const,
   },
   defaultOpsPassword: {
     ...stringOption('Application', 'changeit', 'Password of the default ops user, used when it is first created.'),
-    secret: true,
+    secret: true as const,
   },
+  allowAnonymousStreamAccess: booleanOption(
+    'Application',
+    false,
+    'Let requests without credentials use streams whose ACL grants $all.',
+  ),
   db: stringOption('Database', 'db', 'Data directory: chunk files and checkpoints.'),
   index: stringOption('Database', 'index', 'Index directory: index tables, indexmap, stream existence filter.'),
   memDb: booleanOption('Database', false, 'Keep the whole database in memory; nothing is written to disk.'),
@@ -125,5 +126,6 @@ export type NodeConfig = z.infer<typeof NodeConfigSchema>;
 export const OPTION_NAMES = Object.keys(NODE_OPTIONS) as OptionName[];
 
 export function optionSpec(name: OptionName): OptionSpec {
-  return NODE_OPTIONS[name];
+  const spec: OptionSpec = NODE_OPTIONS[name];
+  return spec;
 }

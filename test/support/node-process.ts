@@ -1,0 +1,93 @@
+/**
+ * Spawns a real node process (dist/node/src/main.js) for integration tests, waits for its
+ * `ready` log line, and stops it with a signal. `make build` must have run first.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const MAIN_JS = resolve(import.meta.dirname, '../../dist/node/src/main.js');
+export const ADMIN_AUTHORIZATION = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
+
+export interface NodeProcess {
+  readonly baseUrl: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** stdout and stderr lines so far. */
+  readonly output: string[];
+  /** Sends `signal` (default SIGTERM) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code once the process has exited by itself. */
+  exited(): Promise<number | null>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export function tempDir(prefix: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** Runs main.js with `args` and no port waiting; for startup failures. */
+export function runNode(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolveRun) => child.on('exit', (code) => resolveRun({ code, output })));
+}
+
+export async function startNode(options: { args?: string[]; memDb?: boolean; env?: Record<string, string> } = {}): Promise<NodeProcess> {
+  if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`make build\` first`);
+  const port = await freePort();
+  const args = [...(options.memDb === false ? [] : ['--mem-db']), '--insecure', '--http-port', String(port), ...(options.args ?? [])];
+  const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { ...process.env, ...options.env }, stdio: 'pipe' });
+  const output: string[] = [];
+  const exit = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+  await new Promise<void>((resolveReady, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not become ready:\n${output.join('\n')}`)), 60_000);
+    const onLine = (line: string): void => {
+      output.push(line);
+      if (line.includes('"msg":"ready"')) {
+        clearTimeout(timer);
+        resolveReady();
+      }
+    };
+    let pending = '';
+    const onData = (chunk: Buffer): void => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      lines.forEach(onLine);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exit.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`node exited with ${code} before ready:\n${output.join('\n')}`));
+    });
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    child,
+    output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exit;
+    },
+    exited: () => exit,
+  };
+}
