@@ -1,0 +1,123 @@
+/**
+ * The node's composition root: the only reader of argv and the environment. It loads the
+ * configuration, creates the root logger, opens the engine, starts the security service and the
+ * HTTP API, and owns the process lifecycle:
+ *
+ * - an invalid or unknown option prints the problems and exits 2;
+ * - SIGTERM, SIGINT and POST /admin/shutdown shut down gracefully (stop accepting requests,
+ *   close the engine so everything is flushed, exit 0);
+ * - a fatal condition reported by the engine is logged synchronously and exits 1.
+ */
+import { readFileSync } from 'node:fs';
+import { buildServer } from './api/build-server.js';
+import { createSecurity } from './api/security/security.js';
+import { ConfigError, describeModifiedOptions, loadConfig, type LoadedConfig } from './config/load.js';
+import { createRootLogger, type RootLogger } from './logging.js';
+import { openEventDb } from './storage/event-db.js';
+import type { EventDbOptions } from './storage/event-db-types.js';
+import type { NodeConfig } from './config/schema.js';
+
+const EXIT_OK = 0;
+const EXIT_FATAL = 1;
+const EXIT_CONFIG = 2;
+
+function loadConfigOrExit(): LoadedConfig {
+  try {
+    return loadConfig({ argv: process.argv.slice(2), env: process.env, readFile: (path) => readFileSync(path, 'utf8') });
+  } catch (err: unknown) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+}
+
+function engineOptions(config: NodeConfig): EventDbOptions {
+  return {
+    dbPath: config.db,
+    indexPath: config.index,
+    memDb: config.memDb,
+    chunkSizeBytes: config.chunkSize,
+    maxMemTableSize: config.maxMemTableSize,
+    maxEventSizeBytes: config.maxEventSize,
+    streamExistenceFilterSizeBytes: config.streamExistenceFilterSize,
+    hashCollisionReadLimit: config.hashCollisionReadLimit,
+  };
+}
+
+function logStartup(root: RootLogger, loaded: LoadedConfig): void {
+  const { log } = root;
+  log.info({ modifiedOptions: describeModifiedOptions(loaded) }, 'configuration loaded');
+  for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
+  if (!loaded.config.insecure) {
+    log.warn('TLS is not implemented yet: serving plain HTTP as if --insecure were given');
+  } else {
+    log.info('running insecure: plain HTTP, no TLS');
+  }
+}
+
+async function main(): Promise<void> {
+  const loaded = loadConfigOrExit();
+  const { config } = loaded;
+  const root = createRootLogger({ level: config.logLevel });
+  const { log } = root;
+  const exitFatal = (err: unknown, message: string): never => {
+    log.fatal({ err }, message);
+    root.flushSync();
+    process.exit(EXIT_FATAL);
+  };
+  process.on('uncaughtException', (err) => exitFatal(err, 'uncaught exception'));
+  process.on('unhandledRejection', (err) => exitFatal(err, 'unhandled promise rejection'));
+  logStartup(root, loaded);
+  try {
+    await startNode(root, loaded, exitFatal);
+  } catch (err: unknown) {
+    exitFatal(err, 'startup failed');
+  }
+}
+
+type ExitFatal = (err: unknown, message: string) => never;
+
+async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: ExitFatal): Promise<void> {
+  const { config } = loaded;
+  const { log } = root;
+  const db = await openEventDb(engineOptions(config), {
+    log,
+    onFatal: (err) => exitFatal(err, 'storage engine failed; stopping the node'),
+  });
+  const security = await createSecurity({
+    db,
+    log: log.child({ component: 'security' }),
+    defaultAdminPassword: config.defaultAdminPassword,
+    defaultOpsPassword: config.defaultOpsPassword,
+    allowAnonymousStreamAccess: config.allowAnonymousStreamAccess,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (reason: string): Promise<void> => {
+    stopping ??= (async () => {
+      log.info({ reason }, 'shutting down');
+      try {
+        await app.close();
+        security.close();
+        await db.close();
+      } catch (err: unknown) {
+        exitFatal(err, 'shutdown failed');
+      }
+      log.info('stopped');
+      root.flushSync();
+      process.exit(EXIT_OK);
+    })();
+    return stopping;
+  };
+  const app = buildServer({ db, security, log, loaded, requestShutdown: () => void shutdown('admin request') });
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+
+  const address = await app.listen({ host: config.httpIp, port: config.httpPort });
+  log.info({ address, memDb: config.memDb, db: config.db, index: config.index }, 'ready');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(EXIT_FATAL);
+});
