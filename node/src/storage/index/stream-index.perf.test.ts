@@ -11,7 +11,7 @@ import type { PersistentStreamIndex } from './stream-index.js';
 const ENTRY_COUNT = 1_000_000;
 const HASH_COUNT = 100_000;
 const BATCH_SIZE = 10;
-const LOOKUP_COUNT = 100_000;
+const LOOKUP_COUNT = 50_000;
 
 function measureLookups(index: PersistentStreamIndex, hashes: bigint[]): number {
   const startMs = performance.now();

@@ -29,7 +29,7 @@ import type { IndexEntry, StreamHasher, StreamIndex } from './stream-index-port.
 
 /** Entries per chunk when writing or merging tables (1.5 MiB buffers). */
 const CHUNK_ENTRY_COUNT = 65_536;
-const ITERATE_BATCH_MIN = 64;
+const ITERATE_BATCH_MIN = 16;
 const ITERATE_BATCH_MAX = 4096;
 /** Frozen memtables waiting for a flush beyond which a warning is logged once. */
 const FROZEN_WARN_COUNT = 3;
@@ -215,7 +215,13 @@ export class PersistentStreamIndex implements StreamIndex {
       else this.bloomFilterNegatives += 1;
     }
     if (sourcesWithHits > 1) out.sort(compareEntriesDescending);
-    return { entries: collectDedupe(out, query.limit), maybeMore };
+    const entries = collectDedupe(out);
+    if (entries.length > query.limit) {
+      // Several sources together found more than asked: the rest comes in the next batch.
+      entries.length = query.limit;
+      maybeMore = true;
+    }
+    return { entries, maybeMore };
   }
 
   private freezeMemTable(): void {
@@ -385,12 +391,11 @@ export class PersistentStreamIndex implements StreamIndex {
   }
 }
 
-/** Drops exact duplicates (adjacent after sorting) and keeps at most `limit` entries. */
-function collectDedupe(sorted: IndexEntry[], limit: number): IndexEntry[] {
+/** Drops exact duplicates, which are adjacent in sorted entries. */
+function collectDedupe(sorted: IndexEntry[]): IndexEntry[] {
   const out: IndexEntry[] = [];
   let previous: IndexEntry | undefined;
   for (const entry of sorted) {
-    if (out.length >= limit) break;
     const duplicate =
       previous !== undefined &&
       previous.eventNumber === entry.eventNumber &&
