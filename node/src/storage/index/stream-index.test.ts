@@ -140,6 +140,36 @@ describe('PersistentStreamIndex', () => {
     }
   });
 
+  it('recovers by replaying from persistedLogPosition after losing the memtables', async () => {
+    const random = prng(11);
+    const model: IndexEntry[] = [];
+    let index = await open({ maxMemTableSize: 37 });
+    let position = 0;
+    for (let round = 0; round < 6; round += 1) {
+      for (let batch = 0; batch < 60; batch += 1) {
+        const added = entry(BigInt(Math.floor(random() * 9)), Math.floor(random() * 30), position);
+        model.push(added);
+        position += 1 + Math.floor(random() * 50);
+        index.add([added], position);
+      }
+      for (let hash = 0n; hash < 9n; hash += 1n) {
+        const all = modelRange(model, hash, 0, Infinity);
+        expect([...index.iterateDescending(hash)]).toEqual(all);
+      }
+      // A crash loses the memtables; close() only waits for the background work.
+      await index.close();
+      index = await open({ maxMemTableSize: 37 });
+      const replayFrom = index.persistedLogPosition;
+      expect(index.addedLogPosition).toBe(replayFrom);
+      for (const replayed of model.filter((e) => e.logPosition >= replayFrom)) {
+        index.add([replayed], replayed.logPosition + 1);
+      }
+      for (let hash = 0n; hash < 9n; hash += 1n) {
+        expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(model, hash, 0, Infinity));
+      }
+    }
+  });
+
   it('does not lose entries when memtables fill faster than they flush', async () => {
     const index = await open({ maxMemTableSize: 10 });
     const model: IndexEntry[] = [];
