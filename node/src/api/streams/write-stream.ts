@@ -88,6 +88,9 @@ export async function handleAppend(
     reply.header('location', `${streamUrl}/incoming/${randomUUID()}`);
     return sendStatus(reply, 307, 'Temporary Redirect', 'Forwarding to idempotent URI');
   }
+  if (expectedVersion === EXPECTED_VERSION_STREAM_EXISTS && (await isSoftDeleted(context, stream))) {
+    return sendWriteFailure(reply, { kind: 'stream-deleted' });
+  }
   const result = await context.db.append(stream, expectedVersion, parsed.events);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
   request.log.debug({ stream, eventCount: parsed.events.length, idempotent: result.idempotent }, 'appended');
@@ -105,8 +108,30 @@ export async function handleDelete(
   const hard = readHardDelete(request);
   readRequiresMaster(request);
   await authorizeStream(context, request, params.stream, 'd');
+  if (!hard && (await isAbsentWithoutMetadata(context, params.stream))) {
+    return sendWriteFailure(reply, { kind: 'wrong-expected-version', currentVersion: -1 });
+  }
   const result = await context.db.deleteStream(params.stream, expectedVersion, hard);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
   request.log.debug({ stream: params.stream, hard }, 'stream deleted');
   return sendStatus(reply, 204, 'Stream deleted');
+}
+
+const EXPECTED_VERSION_STREAM_EXISTS = -4;
+
+/*
+ * EventStoreDB rules the engine does not (yet) apply itself, checked here before the write:
+ * StreamExists on a soft-deleted stream is StreamDeleted (410), and soft-deleting a stream that
+ * has neither events nor metadata is WrongExpectedVersion with current version -1.
+ */
+async function isSoftDeleted(context: StreamsContext, stream: string): Promise<boolean> {
+  const state = await context.db.streamState(stream);
+  return state.kind === 'exists' && state.softDeleted;
+}
+
+async function isAbsentWithoutMetadata(context: StreamsContext, stream: string): Promise<boolean> {
+  const state = await context.db.streamState(stream);
+  if (state.kind !== 'no-stream') return false;
+  const { metastreamVersion } = await context.db.getStreamMetadata(stream);
+  return metastreamVersion < 0;
 }
