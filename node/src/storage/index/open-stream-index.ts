@@ -17,6 +17,7 @@ import type { StreamHasher } from './stream-index-port.js';
 export const MAX_MEM_TABLE_SIZE_DEFAULT = 1_000_000;
 /** 2^30 bits = 128 MiB: the largest bloom filter kept for one table. */
 export const BLOOM_FILTER_BIT_COUNT_MAX_DEFAULT = 2 ** 30;
+export const TABLE_CACHE_SIZE_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
 
 export interface OpenStreamIndexOptions {
   /** The index directory (created if missing); unused when `memOnly`. */
@@ -32,6 +33,11 @@ export interface OpenStreamIndexOptions {
   readonly verifyTablesOnOpen?: boolean;
   /** Upper bound of one table's bloom filter, in bits. Default 2^30 (128 MiB). */
   readonly bloomFilterBitCountMax?: number;
+  /**
+   * Memory for holding whole tables (the smallest first) so their lookups need no read call.
+   * Default 64 MiB (about 2.8 million entries); 0 reads every table page by page.
+   */
+  readonly tableCacheSizeBytesMax?: number;
 }
 
 export async function openStreamIndex(
@@ -50,12 +56,20 @@ export async function openStreamIndex(
       details: { bloomBitCountMax },
     });
   }
+  const tableCacheSizeBytesMax =
+    options.tableCacheSizeBytesMax ?? TABLE_CACHE_SIZE_BYTES_MAX_DEFAULT;
+  if (!Number.isSafeInteger(tableCacheSizeBytesMax) || tableCacheSizeBytesMax < 0) {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'tableCacheSizeBytesMax out of range', {
+      details: { tableCacheSizeBytesMax },
+    });
+  }
   const log = options.log;
   const config = {
     directory: options.indexPath,
     maxMemTableSize,
     memOnly: options.memOnly,
     bloomBitCountMax,
+    tableCacheSizeBytesMax,
     hasher: options.hasher ?? streamHash,
     log,
   };
@@ -69,7 +83,9 @@ export async function openStreamIndex(
     { tableCount: tables.length, persistedLogPosition, fresh: map === EMPTY_INDEX_MAP },
     'stream index opened',
   );
-  return new PersistentStreamIndex(config, tables, persistedLogPosition);
+  const index = new PersistentStreamIndex(config, tables, persistedLogPosition);
+  await index.rebalanceTableCache();
+  return index;
 }
 
 async function openStreamIndexTables(

@@ -88,6 +88,11 @@ describe('PTable', () => {
     for (const [hash, from, to] of queries) {
       expect(rangeOf(table, hash, from, to)).toEqual(rangeOf(mem, hash, from, to));
     }
+    await table.loadCache();
+    expect(table.isCached).toBe(true);
+    for (const [hash, from, to] of queries) {
+      expect(rangeOf(table, hash, from, to)).toEqual(rangeOf(mem, hash, from, to));
+    }
     table.close();
   });
 

@@ -1,8 +1,9 @@
 /**
- * Reading an immutable table. Memory policy: a table keeps only its midpoint cache (24 bytes per
+ * Reading an immutable table. Memory policy: a table keeps its midpoint cache (24 bytes per
  * `stride` entries, see midpoints.ts) and its bloom filter in memory; a lookup binary-searches
  * the midpoints and reads the needed pages of `stride + 1` entries with positioned reads on an
- * open descriptor (the OS page cache does the caching). Opening verifies the file's crc32 by
+ * open descriptor (the OS page cache does the caching). The index may in addition hold the
+ * entries of its smallest tables in memory (loadCache) within a fixed byte budget. Opening verifies the file's crc32 by
  * streaming it once unless verification is turned off. Merges read a table sequentially in big
  * chunks through readChunks().
  */
@@ -73,6 +74,7 @@ export class PTable implements IndexSource {
   private readonly pageEntryCount: number;
   private readonly page: { bytes: Buffer; words: Uint32Array };
   private closed = false;
+  private cache: Uint32Array | undefined;
 
   private constructor(parts: PTableParts) {
     this.fileName = parts.fileName;
@@ -122,14 +124,17 @@ export class PTable implements IndexSource {
     let skipping = true;
     let taken = 0;
     while (entryIndex < this.entryCount && taken < query.limit) {
-      const pageCount = Math.min(this.pageEntryCount, this.entryCount - entryIndex);
-      const words = this.readPage(entryIndex, pageCount);
-      let entry = 0;
+      // A cached table is one page; otherwise pages of `stride + 1` entries are read.
+      const rest = this.entryCount - entryIndex;
+      const pageCount = this.cache === undefined ? Math.min(this.pageEntryCount, rest) : rest;
+      const { words, base } = this.loadPage(entryIndex, pageCount);
+      const end = base + pageCount;
+      let entry = base;
       if (skipping) {
-        entry = ptableFirstBelow(words, pageCount, query);
-        skipping = entry === pageCount;
+        entry = ptableFirstBelow(words, base, end, query);
+        skipping = entry === end;
       }
-      for (; entry < pageCount; entry += 1) {
+      for (; entry < end; entry += 1) {
         const word = entry * ENTRY_SIZE_WORDS;
         if (words[word] !== query.key.hashLow || words[word + 1] !== query.key.hashHigh) return;
         const eventNumber = readUint53(words, word + 2);
@@ -157,22 +162,48 @@ export class PTable implements IndexSource {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.cache = undefined;
     closeSync(this.fd);
   }
 
-  private readPage(entryIndex: number, entryCount: number): Uint32Array {
+  /** True when the entries are held in memory (see loadCache). */
+  get isCached(): boolean {
+    return this.cache !== undefined;
+  }
+
+  /** Reads all entries into memory so lookups need no system call; the index decides when. */
+  async loadCache(): Promise<void> {
+    assert(!this.closed, 'table cached after close');
+    if (this.cache !== undefined) return;
+    const entries = allocEntryBuffer(this.entryCount);
+    await readFully(this.fd, entries.bytes, PTABLE_HEADER_SIZE_BYTES, this.fileName);
+    this.cache = entries.words;
+  }
+
+  dropCache(): void {
+    this.cache = undefined;
+  }
+
+  /** The words holding entries [entryIndex, entryIndex + entryCount) and the first one's index. */
+  private loadPage(entryIndex: number, entryCount: number): { words: Uint32Array; base: number } {
+    if (this.cache !== undefined) return { words: this.cache, base: entryIndex };
     const lengthBytes = entryCount * ENTRY_SIZE_BYTES;
     const position = PTABLE_HEADER_SIZE_BYTES + entryIndex * ENTRY_SIZE_BYTES;
     const bytesRead = readSync(this.fd, this.page.bytes, 0, lengthBytes, position);
     if (bytesRead !== lengthBytes) throw corruptTable(this.fileName, 'short read');
-    return this.page.words;
+    return { words: this.page.words, base: 0 };
   }
 }
 
 /** First entry of the page strictly below the query cursor (binary search; pageCount if none). */
-function ptableFirstBelow(words: Uint32Array, pageCount: number, query: RangeQuery): number {
-  let low = 0;
-  let high = pageCount;
+function ptableFirstBelow(
+  words: Uint32Array,
+  begin: number,
+  end: number,
+  query: RangeQuery,
+): number {
+  let low = begin;
+  let high = end;
   while (low < high) {
     const mid = (low + high) >>> 1;
     const order = compareEntryToKey(

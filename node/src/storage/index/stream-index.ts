@@ -17,7 +17,7 @@
 
 import type { Logger } from 'pino';
 import { assert } from '../../errors.js';
-import { assertEntryNumbers, splitHash } from './index-entry-codec.js';
+import { ENTRY_SIZE_BYTES, assertEntryNumbers, splitHash } from './index-entry-codec.js';
 import { writeIndexMap } from './index-map.js';
 import { MemTable } from './memtable.js';
 import { PTable } from './ptable.js';
@@ -45,6 +45,8 @@ export interface StreamIndexConfig {
   readonly maxMemTableSize: number;
   readonly memOnly: boolean;
   readonly bloomBitCountMax: number;
+  /** Entries of the smallest tables are held in memory up to this many bytes in total. */
+  readonly tableCacheSizeBytesMax: number;
   readonly hasher: StreamHasher;
   readonly log: Logger;
 }
@@ -192,6 +194,25 @@ export class PersistentStreamIndex implements StreamIndex {
     };
   }
 
+  /**
+   * Holds the entries of the smallest tables in memory while their total stays within
+   * `tableCacheSizeBytesMax`; larger tables are read page by page. Run after every change of
+   * the table set (and by openStreamIndex).
+   */
+  async rebalanceTableCache(): Promise<void> {
+    const bySize = [...this.tables].sort((a, b) => a.table.entryCount - b.table.entryCount);
+    let cachedSizeBytes = 0;
+    for (const { table } of bySize) {
+      const sizeBytes = table.entryCount * ENTRY_SIZE_BYTES;
+      if (cachedSizeBytes + sizeBytes <= this.config.tableCacheSizeBytesMax) {
+        cachedSizeBytes += sizeBytes;
+        await table.loadCache();
+      } else {
+        table.dropCache();
+      }
+    }
+  }
+
   /** Tables with their levels, for tests and diagnostics. */
   tableLevels(): number[] {
     return this.tables.map((live) => live.level);
@@ -319,6 +340,7 @@ export class PersistentStreamIndex implements StreamIndex {
     await this.commitTables(tables, frozen.upToLogPosition);
     assert(this.frozen[0] === frozen, 'flushed memtable is still the oldest');
     this.frozen.shift();
+    await this.rebalanceTableCache();
     const durationMs = Math.round(performance.now() - startMs);
     const persistedLogPosition = frozen.upToLogPosition;
     this.log.info(
@@ -351,6 +373,7 @@ export class PersistentStreamIndex implements StreamIndex {
     await this.commitTables([...remaining, merged], this.persistedLogPositionValue);
     for (const live of inputs) live.table.close();
     await removeTableFiles(this.config.directory, inputs.map((live) => live.table.fileName));
+    await this.rebalanceTableCache();
     const durationMs = Math.round(performance.now() - startMs);
     const inputCount = inputs.length;
     this.log.info(
