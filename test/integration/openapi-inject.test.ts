@@ -34,7 +34,7 @@ describe('security-owned routes (inject)', () => {
     security = await createSecurity({ db, log, defaultAdminPassword: 'changeit' });
     const loaded = loadConfig({ argv: ['--default-ops-password', 'opsecret', '--http-port', '2200'], env: {}, readFile: () => '' });
     app = Fastify();
-    await registerOpenApi(app, { version: '1.2.3' });
+    registerOpenApi(app, { version: '1.2.3' });
     registerUserRoutes(app, { security });
     registerInfoRoutes(app, { security, loaded, version: '1.2.3' });
     registerStatsRoutes(app, { security, db, dataPath: process.cwd() });
