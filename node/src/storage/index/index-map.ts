@@ -83,6 +83,9 @@ export function decodeIndexMap(text: string, fileName: string = INDEX_MAP_FILE_N
       throw corruptIndexMap(fileName, 'bad table line');
     }
     if (!isTableFileName(tableFileName)) throw corruptIndexMap(fileName, 'bad table file name');
+    if (tables.some((table) => table.fileName === tableFileName)) {
+      throw corruptIndexMap(fileName, 'table listed twice');
+    }
     tables.push({ level: Number(level), fileName: tableFileName });
   }
   return { persistedLogPosition: Number(position), tables };

@@ -109,6 +109,26 @@ describe('PTable', () => {
     await expect(opening).rejects.toThrow(table.fileName);
   });
 
+  it('is searched without a filter when its bloom filter file is missing or damaged', async () => {
+    const mem = memTableOf([[1n, 0, 10], [2n, 0, 20]]);
+    const table = await tableOf(mem);
+    table.close();
+    const filterPath = join(directory, `${table.fileName}.bloomfilter`);
+    const filterBytes = await readFile(filterPath);
+    filterBytes[30]! ^= 0xff;
+    await writeFile(filterPath, filterBytes);
+    const fileName = table.fileName;
+    const damaged = await PTable.open({ directory, fileName, verifyChecksum: true, log });
+    expect(damaged.bloom).toBeUndefined();
+    const expected = [{ streamHash: 2n, eventNumber: 0, logPosition: 20 }];
+    expect(rangeOf(damaged, 2n, 0, 5)).toEqual(expected);
+    damaged.close();
+    await rm(filterPath);
+    const missing = await PTable.open({ directory, fileName, verifyChecksum: true, log });
+    expect(missing.mightContain(splitHash(99n))).toBe(true);
+    missing.close();
+  });
+
   it('merges tables keeping collisions and dropping exact duplicates', async () => {
     const a = await tableOf(memTableOf([[9n, 0, 10], [9n, 1, 30], [4n, 0, 20]]));
     const b = await tableOf(memTableOf([[9n, 1, 40], [9n, 1, 30], [4n, 1, 50]]));

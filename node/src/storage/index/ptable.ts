@@ -3,9 +3,9 @@
  * `stride` entries, see midpoints.ts) and its bloom filter in memory; a lookup binary-searches
  * the midpoints and reads the needed pages of `stride + 1` entries with positioned reads on an
  * open descriptor (the OS page cache does the caching). The index may in addition hold the
- * entries of its smallest tables in memory (loadCache) within a fixed byte budget. Opening verifies the file's crc32 by
- * streaming it once unless verification is turned off. Merges read a table sequentially in big
- * chunks through readChunks().
+ * entries of its smallest tables in memory (loadCache) within a fixed byte budget. Opening
+ * verifies the file's crc32 by streaming it once unless verification is turned off. Merges read
+ * a table sequentially in big chunks through readChunks().
  */
 
 import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
