@@ -32,6 +32,8 @@ describe('StreamExistenceFilter', () => {
     filter.advance(12_345);
     await filter.persist();
     expect(filter.checkpoint).toBe(12_345);
+    filter.advance(100);
+    expect(filter.coveredLogPosition).toBe(12_345);
     const files = await readdir(join(indexPath, 'stream-existence'));
     expect(files.sort()).toEqual(['streamExistenceFilter.chk', 'streamExistenceFilter.dat']);
     const reloaded = await openStreamExistenceFilter({ indexPath, log, sizeBytes: 4096 });

@@ -100,10 +100,16 @@ export class StreamExistenceFilter {
     return this.bloom.mightContain(Number(hash >> 32n), Number(BigInt.asUintN(32, hash)));
   }
 
-  /** Records that every stream in the log below `logPosition` has been added. */
+  /**
+   * Records that every stream in the log below `logPosition` has been added. A lower position
+   * than the covered one is ignored: after the log was truncated below the covered position the
+   * filter keeps the bits of the cut streams (harmless false positives) and every stream
+   * appended since is added live, so the covered position stays true.
+   */
   advance(logPosition: number): void {
-    assert(logPosition >= this.coveredLogPositionValue, 'existence filter position grows');
-    if (logPosition > this.coveredLogPositionValue) this.dirty = true;
+    assert(Number.isSafeInteger(logPosition) && logPosition >= 0, 'covered position is valid');
+    if (logPosition <= this.coveredLogPositionValue) return;
+    this.dirty = true;
     this.coveredLogPositionValue = logPosition;
   }
 
