@@ -175,6 +175,10 @@ describe('durability and recovery', () => {
     let db = await openTestEngine(options);
     const writes = await Promise.all(Array.from({ length: 300 }, (_, i) => db.append(`s-${i % 13}`, -2, [jsonEvent({ i, pad: 'x'.repeat(100) })])));
     expect(writes.every((w) => w.kind === 'success')).toBe(true);
+    // Every acknowledged append is visible, including those that had to wait for a new chunk
+    // (regression: such a request was once acknowledged as an idempotent retry of itself).
+    const live = await db.readAll(undefined, 4096, 'forward');
+    expect(live.events.filter((e) => e.stream.startsWith('s-')).length).toBe(300);
     await db.close();
     expect(fs.readdirSync(options.dbPath).filter((f) => f.startsWith('chunk-')).length).toBeGreaterThan(5);
     db = await openTestEngine(options);

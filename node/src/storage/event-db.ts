@@ -67,13 +67,25 @@ class BatchContext {
   readonly metadata = new Map<string, { version: number; metadata: StreamMetadata }>();
   readonly ids = new Map<string, Map<number, string>>();
   readonly recentIds = new Map<string, { stream: string; eventNumber: number }>();
-  constructor(readonly engine: Engine) {}
+  /**
+   * @param inflight contexts of batches already written but not yet applied (newest last):
+   * their effects are not in the committed caches yet, so lookups consult them first.
+   */
+  constructor(readonly engine: Engine, private readonly inflight: readonly BatchContext[]) {}
+
+  private fromInflight<T>(get: (c: BatchContext) => T | undefined): T | undefined {
+    for (let i = this.inflight.length - 1; i >= 0; i--) {
+      const v = get(this.inflight[i]!);
+      if (v !== undefined) return v;
+    }
+    return undefined;
+  }
 
   lastEventNumber(stream: string): number {
-    return this.lastNumbers.get(stream) ?? this.engine.committedLastEventNumber(stream);
+    return this.lastNumbers.get(stream) ?? this.fromInflight((c) => c.lastNumbers.get(stream)) ?? this.engine.committedLastEventNumber(stream);
   }
   streamMetadata(stream: string): { version: number; metadata: StreamMetadata } {
-    return this.metadata.get(stream) ?? this.engine.committedMetadata(stream);
+    return this.metadata.get(stream) ?? this.fromInflight((c) => c.metadata.get(stream)) ?? this.engine.committedMetadata(stream);
   }
   writeState(stream: string): StreamWriteState {
     const last = this.lastEventNumber(stream);
@@ -81,10 +93,11 @@ class BatchContext {
     return { lastEventNumber: last, softDeleted };
   }
   idAt(stream: string, eventNumber: number): string | undefined {
-    return this.ids.get(stream)?.get(eventNumber) ?? this.engine.committedEventId(stream, eventNumber);
+    return this.ids.get(stream)?.get(eventNumber) ?? this.fromInflight((c) => c.ids.get(stream)?.get(eventNumber))
+      ?? this.engine.committedEventId(stream, eventNumber);
   }
   recentNumberOf(stream: string, eventId: string): number | undefined {
-    const hit = this.recentIds.get(eventId) ?? this.engine.recentEventIds.get(eventId);
+    const hit = this.recentIds.get(eventId) ?? this.fromInflight((c) => c.recentIds.get(eventId)) ?? this.engine.recentEventIds.get(eventId);
     return hit && hit.stream === stream ? hit.eventNumber : undefined;
   }
   /** Records the effect of a planned write so later requests in the batch see it. */
@@ -108,7 +121,13 @@ export class Engine implements EventDb {
   private writing = false;
   private failed: Error | undefined;
   private closed = false;
+  /** End of the log as written and fsynced by the writer (positions of new records start here). */
   private writerPos: number;
+  /** End of the log covered by writer.chk and applied to the index: what readers may see. */
+  private committedPos: number;
+  /** Batches whose data is durable but whose writer.chk update and apply are still running. */
+  private readonly inflight: BatchContext[] = [];
+  private checkpointTail: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(w: CommittedWrite) => void>();
   private readonly lastNumberCache = new BoundedCache<string, number>(200_000);
   private readonly metadataCache = new BoundedCache<string, { version: number; metadata: StreamMetadata }>(100_000);
@@ -132,7 +151,8 @@ export class Engine implements EventDb {
     this.hasher = hasher;
     this.nowMs = deps.nowMs ?? Date.now;
     this.writerPos = Math.max(checkpoints.writer.read(), registry.active.startPosition);
-    this.reader = new LogReader(registry, () => this.writerPos);
+    this.committedPos = this.writerPos;
+    this.reader = new LogReader(registry, () => this.committedPos);
   }
 
   get writerPosition(): number {
@@ -261,7 +281,6 @@ export class Engine implements EventDb {
     const planned = events.map((event, i) => ({
       event, eventNumber: decision.firstEventNumber + i, flags: PrepareFlags.Data | PrepareFlags.IsCommitted | (event.isJson ? PrepareFlags.IsJson : 0),
     }));
-    ctx.place(stream, planned);
     groups.push({ kind: 'events', stream, events: planned });
     return groups;
   }
@@ -277,7 +296,6 @@ export class Engine implements EventDb {
     const metastream = metastreamOf(stream);
     const event: NewEvent = { eventId: crypto.randomUUID(), eventType: METADATA_EVENT_TYPE, data: Buffer.from(JSON.stringify(raw)), metadata: Buffer.alloc(0), isJson: true };
     const planned = [{ event, eventNumber: Math.max(metaVersion, ctx.lastEventNumber(metastream)) + 1, flags: PrepareFlags.Data | PrepareFlags.IsCommitted | PrepareFlags.IsJson }];
-    ctx.place(metastream, planned);
     return { kind: 'events', stream: metastream, events: planned };
   }
 
@@ -294,7 +312,6 @@ export class Engine implements EventDb {
     }
     const event: NewEvent = { eventId: crypto.randomUUID(), eventType: TOMBSTONE_EVENT_TYPE, data: Buffer.alloc(0), metadata: Buffer.alloc(0), isJson: false };
     const planned = [{ event, eventNumber: TOMBSTONE_EVENT_NUMBER, flags: PrepareFlags.StreamDelete | PrepareFlags.IsCommitted }];
-    ctx.place(stream, planned);
     return [{ kind: 'events', stream, events: planned }];
   }
 
@@ -306,7 +323,12 @@ export class Engine implements EventDb {
     });
   }
 
-  /** The single writer loop: one batch at a time, each batch one write and one fsync. */
+  /**
+   * The single writer loop. Each batch is one write and one fdatasync of the chunk; then the
+   * writer.chk update (its own fsync) and the apply run in the background while the loop already
+   * writes the next batch, so the two fsyncs of consecutive batches overlap. Checkpoint writes and
+   * applies stay in batch order, and nothing is acknowledged before its writer.chk is durable.
+   */
   private async runWriter(): Promise<void> {
     this.writing = true;
     try {
@@ -314,12 +336,15 @@ export class Engine implements EventDb {
         const startedMs = performance.now();
         const batch = this.formBatch();
         if (batch.outcomes.length === 0 && batch.needsNewChunk) {
+          await this.checkpointTail;
           await this.registry.completeActiveAndStartNext();
           this.writerPos = this.registry.active.startPosition;
-          await this.checkpoints.writer.write(this.writerPos);
+          const pos = this.writerPos;
+          this.checkpointTail = this.checkpointTail.then(() => this.checkpoints.writer.write(pos)).then(() => { this.committedPos = Math.max(this.committedPos, pos); });
+          await this.checkpointTail;
           continue;
         }
-        await this.flushBatch(batch, startedMs);
+        await this.writeBatch(batch, startedMs);
       }
     } catch (err: unknown) {
       this.fail(err);
@@ -328,8 +353,8 @@ export class Engine implements EventDb {
     }
   }
 
-  private formBatch(): { outcomes: QueuedOutcome[]; needsNewChunk: boolean; sizeBytes: number } {
-    const ctx = new BatchContext(this);
+  private formBatch(): { outcomes: QueuedOutcome[]; needsNewChunk: boolean; sizeBytes: number; ctx: BatchContext } {
+    const ctx = new BatchContext(this, [...this.inflight]);
     const outcomes: QueuedOutcome[] = [];
     const active = this.registry.active;
     const spaceBytes = active.endPosition - this.writerPos;
@@ -354,16 +379,19 @@ export class Engine implements EventDb {
       const size = built.reduce((n, g) => n + plannedSizeBytes(g), 0);
       if (sizeBytes + size > spaceBytes || (sizeBytes > 0 && sizeBytes + size > WRITE_BATCH_BYTES_MAX)) {
         // The request stays queued and is decided again, against a fresh context, next batch.
-        return { outcomes, needsNewChunk: sizeBytes + size > spaceBytes, sizeBytes };
+        return { outcomes, needsNewChunk: sizeBytes + size > spaceBytes, sizeBytes, ctx };
       }
       this.queue.shift();
       sizeBytes += size;
+      // Only an accepted request's effects enter the context: a request that did not fit is
+      // decided again next batch, and must not find its own ids "already written".
+      for (const g of built) if (g.kind === 'events') ctx.place(g.stream, g.events);
       outcomes.push({ request, groups: built, result: { kind: 'success', firstEventNumber: 0, lastEventNumber: 0, commitPosition: 0, idempotent: false } });
     }
-    return { outcomes, needsNewChunk: false, sizeBytes };
+    return { outcomes, needsNewChunk: false, sizeBytes, ctx };
   }
 
-  private async flushBatch(batch: { outcomes: QueuedOutcome[]; sizeBytes: number }, startedMs: number): Promise<void> {
+  private async writeBatch(batch: { outcomes: QueuedOutcome[]; sizeBytes: number; ctx: BatchContext }, startedMs: number): Promise<void> {
     const buf = Buffer.allocUnsafe(batch.sizeBytes);
     const nowMs = this.nowMs();
     let offset = 0;
@@ -388,10 +416,20 @@ export class Engine implements EventDb {
       }
       await active.sync();
       this.writerPos += offset;
-      await this.checkpoints.writer.write(this.writerPos);
     }
-    this.recordFlush(offset, performance.now() - startedMs);
-    this.applyCommitted(encoded, nowMs);
+    const end = this.writerPos;
+    this.inflight.push(batch.ctx);
+    this.checkpointTail = this.checkpointTail
+      .then(() => (offset > 0 ? this.checkpoints.writer.write(end) : undefined))
+      .then(() => {
+        this.committedPos = end;
+        this.recordFlush(offset, performance.now() - startedMs);
+        this.applyCommitted(encoded, nowMs);
+        this.inflight.splice(this.inflight.indexOf(batch.ctx), 1);
+      });
+    this.checkpointTail.catch((err: unknown) => this.fail(err));
+    // Backpressure: at most two batches in flight (one fsyncing data, one fsyncing writer.chk).
+    if (this.inflight.length >= 2) await this.checkpointTail.catch(() => undefined);
   }
 
   /** Everything in the batch is durable: index it, update caches, tell listeners, answer. */
@@ -403,9 +441,9 @@ export class Engine implements EventDb {
         for (const e of g.events) entries.push({ streamHash: this.hasher(e.stream), eventNumber: e.eventNumber, logPosition: e.logPosition });
       }
     }
-    this.index.add(entries, this.writerPos);
+    this.index.add(entries, this.committedPos);
     for (const { groups } of encoded) for (const g of groups) if (g.events[0]) this.existence.add(g.events[0].stream);
-    this.existence.advance(this.writerPos);
+    this.existence.advance(this.committedPos);
     for (const { outcome, groups } of encoded) {
       let result = outcome.result;
       for (const g of groups) {
@@ -489,7 +527,7 @@ export class Engine implements EventDb {
 
   private readPrepareAt(logPosition: number): PrepareRecord {
     this.cacheStats.notCachedRecord += 1;
-    const frame = this.registry.readRecord(logPosition, this.writerPos);
+    const frame = this.registry.readRecord(logPosition, this.committedPos);
     if (frame.kind !== 'record' || frame.record.type !== RecordType.Prepare) {
       const reason = frame.kind === 'torn' ? frame.reason : frame.kind === 'end' ? 'no record' : 'not an event record';
       throw new FatalError('EDB_INDEX_CORRUPT', `index points at log position ${logPosition} but the log has ${reason} there`);
@@ -593,10 +631,10 @@ export class Engine implements EventDb {
         pos = r.nextPosition;
         if (r.record.type === RecordType.Prepare) events.push(toRecordedEvent(r.record));
       }
-      const isEnd = pos >= this.writerPos || this.reader.readForward(pos) === undefined;
+      const isEnd = pos >= this.committedPos || this.reader.readForward(pos) === undefined;
       return { events, nextPosition: { commitPosition: pos, preparePosition: pos }, isEnd };
     }
-    let pos = from && from.preparePosition >= 0 ? from.preparePosition : this.writerPos;
+    let pos = from && from.preparePosition >= 0 ? from.preparePosition : this.committedPos;
     while (events.length < count) {
       const r = this.reader.readBackward(pos);
       if (!r) { pos = 0; break; }
@@ -623,7 +661,7 @@ export class Engine implements EventDb {
     const f = this.flushStats;
     const index = this.index.stats();
     return {
-      writerCheckpoint: this.writerPos,
+      writerCheckpoint: this.committedPos,
       chaserCheckpoint: this.checkpoints.chaser.read(),
       writer: {
         lastFlushSizeBytes: f.last, meanFlushSizeBytes: f.count ? f.total / f.count : 0, maxFlushSizeBytes: f.max,
@@ -645,6 +683,7 @@ export class Engine implements EventDb {
     for (let i = 0; i < 1000 && (this.writing || this.queue.length > 0) && !this.failed; i++) {
       await new Promise((r) => setTimeout(r, 5));
     }
+    await this.checkpointTail.catch(() => undefined);
     if (!this.failed) {
       await this.index.flush();
       await this.writeChaser();
