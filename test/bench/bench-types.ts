@@ -39,6 +39,9 @@ export function eventsPerSecond(result: WorkloadResult): number {
 /** Percentile of a sorted-ascending sample (nearest rank). */
 export function percentile(sortedAscending: readonly number[], fraction: number): number {
   if (sortedAscending.length === 0) return 0;
-  const rank = Math.min(sortedAscending.length - 1, Math.max(0, Math.ceil(fraction * sortedAscending.length) - 1));
+  const rank = Math.min(
+    sortedAscending.length - 1,
+    Math.max(0, Math.ceil(fraction * sortedAscending.length) - 1),
+  );
   return sortedAscending[rank] ?? 0;
 }

@@ -21,24 +21,40 @@ export async function run(): Promise<BenchSection> {
     return {
       name: 'disk',
       metrics: [
-        { name: 'sequential write + fdatasync (1 MiB blocks)', value: round(sequential.bytesPerSecond / 1e6), unit: 'MB/s' },
-        { name: 'write + fdatasync (4 KiB blocks)', value: Math.round(small.writesPerSecond), unit: 'syncs/s' },
+        {
+          name: 'sequential write + fdatasync (1 MiB blocks)',
+          value: round(sequential.bytesPerSecond / 1e6),
+          unit: 'MB/s',
+        },
+        {
+          name: 'write + fdatasync (4 KiB blocks)',
+          value: Math.round(small.writesPerSecond),
+          unit: 'syncs/s',
+        },
       ],
-      notes: [`disk baseline in ${dir} (same filesystem as the bench data unless BENCH_DIR says otherwise)`],
+      notes: [
+        `disk baseline in ${dir} (the bench data's filesystem unless BENCH_DIR says otherwise)`,
+      ],
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function writeLoop(path: string, blockSizeBytes: number): { bytesPerSecond: number; writesPerSecond: number } {
+function writeLoop(
+  path: string,
+  blockSizeBytes: number,
+): { bytesPerSecond: number; writesPerSecond: number } {
   const block = Buffer.alloc(blockSizeBytes, 0x5a);
   const fd = openSync(path, 'w');
   let written = 0;
   let writes = 0;
   const start = performance.now();
   try {
-    while (performance.now() - start < PHASE_MS && written + blockSizeBytes <= FILE_SIZE_BYTES_MAX) {
+    while (
+      performance.now() - start < PHASE_MS &&
+      written + blockSizeBytes <= FILE_SIZE_BYTES_MAX
+    ) {
       writeSync(fd, block, 0, block.length, written);
       fdatasyncSync(fd);
       written += blockSizeBytes;

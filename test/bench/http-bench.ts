@@ -36,34 +36,71 @@ interface WorkloadPlan {
 }
 
 const PLANS: readonly WorkloadPlan[] = [
-  { key: 'single', label: 'append 1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000, target: 10_000 },
-  { key: 'batch', label: 'append 100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000, target: 150_000 },
-  { key: 'read', label: 'feed read 100/page embed=body, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 500_000 },
+  {
+    key: 'single',
+    label: 'append 1 event/request, 64 conns',
+    connections: 64,
+    eventsPerRequest: 1,
+    requestCountMax: 1_000_000,
+    target: 10_000,
+  },
+  {
+    key: 'batch',
+    label: 'append 100 events/request, 16 conns',
+    connections: 16,
+    eventsPerRequest: 100,
+    requestCountMax: 50_000,
+    target: 150_000,
+  },
+  {
+    key: 'read',
+    label: 'feed read 100/page embed=body, 16 conns',
+    connections: 16,
+    eventsPerRequest: 100,
+    requestCountMax: 500_000,
+  },
 ];
 
 type Results = Partial<Record<WorkloadPlan['key'], WorkloadResult>>;
 
 export async function run(): Promise<BenchSection> {
-  const notes: string[] = [`each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} bytes/event`];
+  const notes: string[] = [
+    `each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} bytes/event`,
+  ];
   const eventdb = await runEventDb(notes);
   const postgres = await runPostgres(notes);
   const metrics: BenchMetric[] = [];
   for (const plan of PLANS) {
     const ours = eventdb.results[plan.key];
     const theirs = postgres?.[plan.key];
-    if (ours !== undefined) metrics.push(...workloadMetrics(`EventDB ${plan.label}`, ours, plan.target));
+    if (ours !== undefined)
+      metrics.push(...workloadMetrics(`EventDB ${plan.label}`, ours, plan.target));
     if (theirs !== undefined) metrics.push(...workloadMetrics(`PostgreSQL ${plan.label}`, theirs));
     if (ours !== undefined && theirs !== undefined && eventsPerSecond(theirs) > 0) {
-      metrics.push({ name: `EventDB/PostgreSQL ${plan.key}`, value: round(eventsPerSecond(ours) / eventsPerSecond(theirs)), unit: 'x' });
+      metrics.push({
+        name: `EventDB/PostgreSQL ${plan.key}`,
+        value: round(eventsPerSecond(ours) / eventsPerSecond(theirs)),
+        unit: 'x',
+      });
     }
   }
-  metrics.push({ name: 'EventDB node peak RSS (VmHWM)', value: round(eventdb.peakRssBytes / 1024 / 1024), unit: 'MiB', lowerIsBetter: true });
+  metrics.push({
+    name: 'EventDB node peak RSS (VmHWM)',
+    value: round(eventdb.peakRssBytes / 1024 / 1024),
+    unit: 'MiB',
+    lowerIsBetter: true,
+  });
   return { name: 'http', metrics, notes };
 }
 
 function workloadMetrics(prefix: string, result: WorkloadResult, target?: number): BenchMetric[] {
   return [
-    { name: `${prefix}: throughput`, value: eventsPerSecond(result), unit: 'events/s', ...(target === undefined ? {} : { target }) },
+    {
+      name: `${prefix}: throughput`,
+      value: eventsPerSecond(result),
+      unit: 'events/s',
+      ...(target === undefined ? {} : { target }),
+    },
     { name: `${prefix}: p50 latency`, value: result.latencyP50Ms, unit: 'ms', lowerIsBetter: true },
     { name: `${prefix}: p99 latency`, value: result.latencyP99Ms, unit: 'ms', lowerIsBetter: true },
     { name: `${prefix}: errors`, value: result.errorCount, unit: 'requests', lowerIsBetter: true },
@@ -81,8 +118,21 @@ async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssB
     const http = { origin, authorization: ADMIN_AUTHORIZATION };
     const results = await runWorkloads(notes, 'EventDB', (plan, streamLengths, prefix) =>
       plan.key === 'read'
-        ? { kind: 'http-read', ...http, ...common(plan), pageSize: plan.eventsPerRequest, streamLengths }
-        : { kind: 'http-append', ...http, ...common(plan), eventsPerRequest: plan.eventsPerRequest, streamPrefix: prefix, payloadBytes: PAYLOAD_BYTES },
+        ? {
+            kind: 'http-read',
+            ...http,
+            ...common(plan),
+            pageSize: plan.eventsPerRequest,
+            streamLengths,
+          }
+        : {
+            kind: 'http-append',
+            ...http,
+            ...common(plan),
+            eventsPerRequest: plan.eventsPerRequest,
+            streamPrefix: prefix,
+            payloadBytes: PAYLOAD_BYTES,
+          },
     );
     notes.push(...(await nodeStatsNotes(origin)));
     return { results, peakRssBytes: rss.stop() };
@@ -97,42 +147,76 @@ async function runPostgres(notes: string[]): Promise<Results | undefined> {
   const binDir = ensurePostgresInstalled(notes);
   if (binDir === undefined) return undefined;
   const server = await startPostgres(binDir, await freePort());
-  notes.push(`PostgreSQL ${server.version}: private cluster on 127.0.0.1, fsync=on, synchronous_commit=on, one row per event`);
+  notes.push(
+    `PostgreSQL ${server.version}: private cluster on 127.0.0.1, fsync=on, synchronous_commit=on, one row per event`,
+  );
   try {
     return await runWorkloads(notes, 'PostgreSQL', (plan, streamLengths, prefix) =>
       plan.key === 'read'
-        ? { kind: 'pg-read', connectionString: server.connectionString, ...common(plan), pageSize: plan.eventsPerRequest, streamLengths }
-        : { kind: 'pg-append', connectionString: server.connectionString, ...common(plan), eventsPerRequest: plan.eventsPerRequest, streamPrefix: prefix, payloadBytes: PAYLOAD_BYTES },
+        ? {
+            kind: 'pg-read',
+            connectionString: server.connectionString,
+            ...common(plan),
+            pageSize: plan.eventsPerRequest,
+            streamLengths,
+          }
+        : {
+            kind: 'pg-append',
+            connectionString: server.connectionString,
+            ...common(plan),
+            eventsPerRequest: plan.eventsPerRequest,
+            streamPrefix: prefix,
+            payloadBytes: PAYLOAD_BYTES,
+          },
     );
   } finally {
     server.stop();
   }
 }
 
-function common(plan: WorkloadPlan): { connections: number; durationMs: number; requestCountMax: number } {
-  return { connections: plan.connections, durationMs: DURATION_MS, requestCountMax: plan.requestCountMax };
+function common(plan: WorkloadPlan): {
+  connections: number;
+  durationMs: number;
+  requestCountMax: number;
+} {
+  return {
+    connections: plan.connections,
+    durationMs: DURATION_MS,
+    requestCountMax: plan.requestCountMax,
+  };
 }
 
 /** Runs the plans in order; the read workload reads the streams the batch workload wrote. */
 async function runWorkloads(
   notes: string[],
   system: string,
-  specOf: (plan: WorkloadPlan, streamLengths: Record<string, number>, prefix: string) => WorkloadSpec,
+  specOf: (
+    plan: WorkloadPlan,
+    streamLengths: Record<string, number>,
+    prefix: string,
+  ) => WorkloadSpec,
 ): Promise<Results> {
   const results: Results = {};
   for (const plan of PLANS) {
     const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
     const result = await runWorker(specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`));
     results[plan.key] = result;
-    process.stderr.write(`  ${system} ${plan.label}: ${eventsPerSecond(result)} events/s, p99 ${result.latencyP99Ms} ms\n`);
-    if (result.errorCount > 0) notes.push(`${system} ${plan.key}: ${result.errorCount} errors, first: ${result.firstError ?? '?'}`);
+    process.stderr.write(
+      `  ${system} ${plan.label}: ${eventsPerSecond(result)} events/s, p99 ${result.latencyP99Ms} ms\n`,
+    );
+    if (result.errorCount > 0)
+      notes.push(
+        `${system} ${plan.key}: ${result.errorCount} errors, first: ${result.firstError ?? '?'}`,
+      );
   }
   return results;
 }
 
 function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(spec)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -141,7 +225,8 @@ function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
     child.on('exit', (code) => {
       clearTimeout(killer);
       const line = stdout.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || line === '') reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
+      if (code !== 0 || line === '')
+        reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
       else resolve(JSON.parse(line) as WorkloadResult);
     });
   });
@@ -149,7 +234,19 @@ function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
 
 function startNode(dir: string, port: number): ChildProcess {
   const log = openSync(join(dir, 'node.log'), 'a');
-  const args = [MAIN_PATH, '--db', join(dir, 'db'), '--index', join(dir, 'index'), '--http-ip', '127.0.0.1', '--http-port', String(port), '--log-level', 'warn'];
+  const args = [
+    MAIN_PATH,
+    '--db',
+    join(dir, 'db'),
+    '--index',
+    join(dir, 'index'),
+    '--http-ip',
+    '127.0.0.1',
+    '--http-port',
+    String(port),
+    '--log-level',
+    'warn',
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
   closeSync(log);
   return child;
@@ -162,7 +259,10 @@ async function waitUntilServing(origin: string, node: ChildProcess): Promise<voi
     try {
       const res = await fetch(`${origin}/streams/bench-warmup`, {
         method: 'POST',
-        headers: { authorization: ADMIN_AUTHORIZATION, 'content-type': 'application/vnd.eventstore.events+json' },
+        headers: {
+          authorization: ADMIN_AUTHORIZATION,
+          'content-type': 'application/vnd.eventstore.events+json',
+        },
         body: JSON.stringify([{ eventId: crypto.randomUUID(), eventType: 'warmup', data: {} }]),
       });
       if (res.status === 201) return;
@@ -206,9 +306,14 @@ function watchPeakRss(pid: number): { stop: () => number } {
 
 async function nodeStatsNotes(origin: string): Promise<string[]> {
   try {
-    const res = await fetch(`${origin}/stats`, { headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' } });
+    const res = await fetch(`${origin}/stats`, {
+      headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' },
+    });
     if (res.status !== 200) return [`/stats answered ${res.status}`];
-    const stats = (await res.json()) as { svc?: { writer?: Record<string, number> }; proc?: { diskIo?: Record<string, number> } };
+    const stats = (await res.json()) as {
+      svc?: { writer?: Record<string, number> };
+      proc?: { diskIo?: Record<string, number> };
+    };
     const writer = stats.svc?.writer;
     const io = stats.proc?.diskIo;
     return [

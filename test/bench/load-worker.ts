@@ -15,8 +15,14 @@ import { Pool } from 'undici';
 import { percentile, type WorkloadResult } from './bench-types.js';
 
 export type WorkloadSpec =
-  | ({ readonly kind: 'http-append' } & AppendSpec & { readonly origin: string; readonly authorization: string })
-  | ({ readonly kind: 'http-read' } & ReadSpec & { readonly origin: string; readonly authorization: string })
+  | ({ readonly kind: 'http-append' } & AppendSpec & {
+        readonly origin: string;
+        readonly authorization: string;
+      })
+  | ({ readonly kind: 'http-read' } & ReadSpec & {
+        readonly origin: string;
+        readonly authorization: string;
+      })
   | ({ readonly kind: 'pg-append' } & AppendSpec & { readonly connectionString: string })
   | ({ readonly kind: 'pg-read' } & ReadSpec & { readonly connectionString: string });
 
@@ -91,19 +97,35 @@ function payload(bytes: number): string {
   return JSON.stringify({ filler: 'x'.repeat(Math.max(0, bytes - 14)) });
 }
 
-async function httpAppend(spec: Extract<WorkloadSpec, { kind: 'http-append' }>): Promise<WorkloadResult> {
+async function httpAppend(
+  spec: Extract<WorkloadSpec, { kind: 'http-append' }>,
+): Promise<WorkloadResult> {
   const pool = new Pool(spec.origin, { connections: spec.connections, pipelining: 1 });
   const data = JSON.parse(payload(spec.payloadBytes)) as unknown;
   const lengths: Record<string, number> = {};
-  const headers = { authorization: spec.authorization, 'content-type': 'application/vnd.eventstore.events+json' };
+  const headers = {
+    authorization: spec.authorization,
+    'content-type': 'application/vnd.eventstore.events+json',
+  };
   const step: LaneStep = async (laneIndex) => {
     const stream = `${spec.streamPrefix}-${laneIndex}`;
     const body = JSON.stringify(
-      Array.from({ length: spec.eventsPerRequest }, () => ({ eventId: randomUUID(), eventType: 'bench-event', data })),
+      Array.from({ length: spec.eventsPerRequest }, () => ({
+        eventId: randomUUID(),
+        eventType: 'bench-event',
+        data,
+      })),
     );
-    const res = await pool.request({ origin: spec.origin, path: `/streams/${stream}`, method: 'POST', headers, body });
+    const res = await pool.request({
+      origin: spec.origin,
+      path: `/streams/${stream}`,
+      method: 'POST',
+      headers,
+      body,
+    });
     const text = await res.body.text();
-    if (res.statusCode !== 201) return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
+    if (res.statusCode !== 201)
+      return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
     lengths[stream] = (lengths[stream] ?? 0) + spec.eventsPerRequest;
     return { events: spec.eventsPerRequest, ok: true };
   };
@@ -115,11 +137,16 @@ async function httpAppend(spec: Extract<WorkloadSpec, { kind: 'http-append' }>):
 }
 
 /** Reads each stream forward in pages (embed=body), wrapping to 0 at its end. */
-async function httpRead(spec: Extract<WorkloadSpec, { kind: 'http-read' }>): Promise<WorkloadResult> {
+async function httpRead(
+  spec: Extract<WorkloadSpec, { kind: 'http-read' }>,
+): Promise<WorkloadResult> {
   const pool = new Pool(spec.origin, { connections: spec.connections, pipelining: 1 });
   const streams = Object.entries(spec.streamLengths).filter(([, n]) => n > 0);
   const cursors = streams.map(() => 0);
-  const headers = { authorization: spec.authorization, accept: 'application/vnd.eventstore.atom+json' };
+  const headers = {
+    authorization: spec.authorization,
+    accept: 'application/vnd.eventstore.atom+json',
+  };
   let checked = 0;
   const step: LaneStep = async (laneIndex) => {
     const streamIndex = laneIndex % streams.length;
@@ -129,30 +156,41 @@ async function httpRead(spec: Extract<WorkloadSpec, { kind: 'http-read' }>): Pro
     const path = `/streams/${stream}/${from}/forward/${spec.pageSize}?embed=body`;
     const res = await pool.request({ origin: spec.origin, path, method: 'GET', headers });
     const text = await res.body.text();
-    if (res.statusCode !== 200) return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
+    if (res.statusCode !== 200)
+      return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
     const expected = Math.min(spec.pageSize, length - from);
     // Parsing every page would make the client the bottleneck; every 64th is checked.
     if (checked++ % 64 === 0) {
       const entries = (JSON.parse(text) as { entries?: unknown[] }).entries?.length ?? -1;
-      if (entries !== expected) return { events: 0, ok: false, error: `expected ${expected} entries, got ${entries}` };
+      if (entries !== expected)
+        return { events: 0, ok: false, error: `expected ${expected} entries, got ${entries}` };
     }
     return { events: expected, ok: true };
   };
   try {
-    return await runLanes({ ...spec, connections: Math.min(spec.connections, streams.length * 4), step });
+    return await runLanes({
+      ...spec,
+      connections: Math.min(spec.connections, streams.length * 4),
+      step,
+    });
   } finally {
     await pool.close();
   }
 }
 
-async function pgAppend(spec: Extract<WorkloadSpec, { kind: 'pg-append' }>): Promise<WorkloadResult> {
+async function pgAppend(
+  spec: Extract<WorkloadSpec, { kind: 'pg-append' }>,
+): Promise<WorkloadResult> {
   const pool = new pg.Pool({ connectionString: spec.connectionString, max: spec.connections });
   const clients = await Promise.all(Array.from({ length: spec.connections }, () => pool.connect()));
   const versions = clients.map(() => 0);
   const lengths: Record<string, number> = {};
   const data = payload(spec.payloadBytes);
   const n = spec.eventsPerRequest;
-  const values = Array.from({ length: n }, (_, i) => `($1, $${i * 2 + 2}, $${i * 2 + 3}, 'bench-event', $${n * 2 + 2})`).join(', ');
+  const values = Array.from(
+    { length: n },
+    (_, i) => `($1, $${i * 2 + 2}, $${i * 2 + 3}, 'bench-event', $${n * 2 + 2})`,
+  ).join(', ');
   const sql = `INSERT INTO events (stream, version, event_id, event_type, data) VALUES ${values}`;
   const step: LaneStep = async (laneIndex) => {
     const stream = `${spec.streamPrefix}-${laneIndex}`;

@@ -23,14 +23,23 @@ export function ensurePostgresInstalled(notes: string[]): string | undefined {
   const found = findBinDir();
   if (found !== undefined) return found;
   if (process.getuid?.() !== 0) {
-    notes.push('PostgreSQL is not installed and the bench is not root: PostgreSQL comparison skipped');
+    notes.push(
+      'PostgreSQL is not installed and the bench is not root: PostgreSQL comparison skipped',
+    );
     return undefined;
   }
   notes.push('PostgreSQL was missing: installed with apt-get');
-  const install = spawnSync('bash', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: INSTALL_TIMEOUT_MS,
-  });
+  const install = spawnSync(
+    'bash',
+    [
+      '-c',
+      'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: INSTALL_TIMEOUT_MS,
+    },
+  );
   if (install.status !== 0) {
     notes.push(`apt-get install postgresql failed: ${install.stderr.toString().slice(-300)}`);
     return undefined;
@@ -69,11 +78,23 @@ export async function startPostgres(binDir: string, port: number): Promise<PgSer
     '-c max_connections=200',
     '-c shared_buffers=256MB',
   ].join(' ');
-  run([join(binDir, 'pg_ctl'), '-D', dataDir, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', 'start']);
+  run([
+    join(binDir, 'pg_ctl'),
+    '-D',
+    dataDir,
+    '-l',
+    join(dir, 'server.log'),
+    '-o',
+    serverOptions,
+    '-w',
+    'start',
+  ]);
   const connectionString = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const client = new pg.Client({ connectionString });
   await client.connect();
-  const version = String((await client.query('SHOW server_version')).rows[0]?.server_version ?? '?');
+  const version = String(
+    (await client.query('SHOW server_version')).rows[0]?.server_version ?? '?',
+  );
   await client.query(
     'CREATE TABLE events (' +
       'global_position bigserial PRIMARY KEY, stream text NOT NULL, version bigint NOT NULL, ' +

@@ -30,7 +30,11 @@ async function runSection(entry: SectionEntry): Promise<BenchSection> {
     mod = (await import(entry.module)) as typeof mod;
   } catch (err: unknown) {
     if (entry.optional === true && isModuleNotFound(err)) {
-      return { name: entry.name, metrics: [], notes: [`section skipped: ${entry.module} not present`] };
+      return {
+        name: entry.name,
+        metrics: [],
+        notes: [`section skipped: ${entry.module} not present`],
+      };
     }
     throw err;
   }
@@ -39,26 +43,41 @@ async function runSection(entry: SectionEntry): Promise<BenchSection> {
 }
 
 function isModuleNotFound(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND';
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    (err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND'
+  );
 }
 
 function status(metric: BenchMetric): string {
   if (metric.target === undefined) return '';
-  const ok = metric.lowerIsBetter === true ? metric.value <= metric.target : metric.value >= metric.target;
+  const ok =
+    metric.lowerIsBetter === true ? metric.value <= metric.target : metric.value >= metric.target;
   return ok ? 'PASS' : 'BELOW TARGET';
 }
 
 function printTable(sections: readonly BenchSection[]): void {
   const rows = sections.flatMap((s) =>
-    s.metrics.map((m) => [s.name, m.name, m.value.toLocaleString('en-US'), m.unit, m.target?.toLocaleString('en-US') ?? '', status(m)]),
+    s.metrics.map((m) => [
+      s.name,
+      m.name,
+      m.value.toLocaleString('en-US'),
+      m.unit,
+      m.target?.toLocaleString('en-US') ?? '',
+      status(m),
+    ]),
   );
   const header = ['section', 'metric', 'value', 'unit', 'target', 'status'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === 2 || i === 4 ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ');
+    cells
+      .map((c, i) => (i === 2 || i === 4 ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .join('  ');
   process.stdout.write(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
-  for (const s of sections) for (const note of s.notes) process.stdout.write(`note [${s.name}]: ${note}\n`);
+  for (const s of sections)
+    for (const note of s.notes) process.stdout.write(`note [${s.name}]: ${note}\n`);
 }
 
 async function main(): Promise<void> {
@@ -70,12 +89,19 @@ async function main(): Promise<void> {
     process.stderr.write(`bench section ${entry.name}...\n`);
     const t0 = Date.now();
     const section = await runSection(entry);
-    sections.push({ ...section, notes: [...section.notes, `section took ${Math.round((Date.now() - t0) / 1000)} s`] });
+    sections.push({
+      ...section,
+      notes: [...section.notes, `section took ${Math.round((Date.now() - t0) / 1000)} s`],
+    });
   }
   printTable(sections);
   const dir = join(process.cwd(), 'bench-results');
   mkdirSync(dir, { recursive: true });
-  const report = JSON.stringify({ startedAt: startedAt.toISOString(), node: process.version, sections }, null, 2);
+  const report = JSON.stringify(
+    { startedAt: startedAt.toISOString(), node: process.version, sections },
+    null,
+    2,
+  );
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   writeFileSync(join(dir, `${stamp}.json`), report);
   writeFileSync(join(dir, 'latest.json'), report);

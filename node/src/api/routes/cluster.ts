@@ -60,7 +60,9 @@ export const GossipSchema = z.object({
 });
 
 const PingSchema = z.object({ text: z.string() });
-const LiveQuerySchema = z.object({ liveCode: z.coerce.number().int().min(100).max(599).optional() });
+const LiveQuerySchema = z.object({
+  liveCode: z.coerce.number().int().min(100).max(599).optional(),
+});
 const PING_TEXT = 'Ping request successfully handled';
 const ZERO_GUID = '00000000-0000-0000-0000-000000000000';
 
@@ -68,14 +70,26 @@ export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): vo
   const instanceId = randomUUID();
   const gossip = (): z.infer<typeof GossipSchema> => buildGossip(app, deps, instanceId);
   registerZodScope(app, (scope) => {
-    scope.get('/gossip', { schema: { tags: ['cluster'], response: { 200: GossipSchema } } }, async () => gossip());
-    scope.post(
+    scope.get(
       '/gossip',
-      { schema: { tags: ['cluster'], body: z.unknown().optional(), response: { 200: GossipSchema } } },
+      { schema: { tags: ['cluster'], response: { 200: GossipSchema } } },
       async () => gossip(),
     );
-    scope.get('/ping', { schema: { tags: ['cluster'], response: { 200: PingSchema } } }, async (req, reply) =>
-      sendPing(req, reply),
+    scope.post(
+      '/gossip',
+      {
+        schema: {
+          tags: ['cluster'],
+          body: z.unknown().optional(),
+          response: { 200: GossipSchema },
+        },
+      },
+      async () => gossip(),
+    );
+    scope.get(
+      '/ping',
+      { schema: { tags: ['cluster'], response: { 200: PingSchema } } },
+      async (req, reply) => sendPing(req, reply),
     );
     scope.route({
       method: ['GET', 'HEAD'],
@@ -101,14 +115,21 @@ function sendPing(req: FastifyRequest, reply: FastifyReply): FastifyReply | { te
     return reply.type('text/plain; charset=utf-8').send(`Text: ${PING_TEXT}`);
   }
   if (/(text|application)\/xml/.test(accept) && !/json/.test(accept)) {
-    return reply.type('text/xml; charset=utf-8').send(`<?xml version="1.0" encoding="utf-8"?><text>${PING_TEXT}</text>`);
+    return reply
+      .type('text/xml; charset=utf-8')
+      .send(`<?xml version="1.0" encoding="utf-8"?><text>${PING_TEXT}</text>`);
   }
   return { text: PING_TEXT };
 }
 
-function buildGossip(app: HostApp, deps: ClusterRoutesDeps, instanceId: string): z.infer<typeof GossipSchema> {
+function buildGossip(
+  app: HostApp,
+  deps: ClusterRoutesDeps,
+  instanceId: string,
+): z.infer<typeof GossipSchema> {
   const listening = app.server.address() as AddressInfo | string | null;
-  const boundIp = typeof listening === 'object' && listening !== null ? listening.address : '127.0.0.1';
+  const boundIp =
+    typeof listening === 'object' && listening !== null ? listening.address : '127.0.0.1';
   const boundPort = typeof listening === 'object' && listening !== null ? listening.port : 0;
   const ip = deps.advertiseHost ?? boundIp;
   const port = deps.advertisePort ?? boundPort;

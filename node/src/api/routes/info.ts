@@ -19,7 +19,11 @@ export interface InfoRoutesDeps {
   readonly version: string;
   /** EventStoreDB node state, e.g. 'Leader'; reported lower-cased. Default 'Leader'. */
   readonly nodeState?: () => string;
-  readonly features?: { readonly projections: boolean; readonly userManagement: boolean; readonly atomPub: boolean };
+  readonly features?: {
+    readonly projections: boolean;
+    readonly userManagement: boolean;
+    readonly atomPub: boolean;
+  };
 }
 
 const MASK = '****';
@@ -28,7 +32,11 @@ const SECRET_NAME_PATTERN = /password|secret|token|credential|privatekey/i;
 export const InfoResponseSchema = z.object({
   esVersion: z.string(),
   state: z.string(),
-  features: z.object({ projections: z.boolean(), userManagement: z.boolean(), atomPub: z.boolean() }),
+  features: z.object({
+    projections: z.boolean(),
+    userManagement: z.boolean(),
+    atomPub: z.boolean(),
+  }),
   authentication: z.object({ type: z.string(), properties: z.record(z.string(), z.unknown()) }),
 });
 
@@ -51,24 +59,29 @@ const SOURCE_NAMES = {
 
 export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
   registerZodScope(app, (scope) => {
-    scope.get('/info', { schema: { tags: ['info'], response: { 200: InfoResponseSchema } } }, async () => ({
-      esVersion: deps.version,
-      state: (deps.nodeState?.() ?? 'Leader').toLowerCase(),
-      features: deps.features ?? { projections: false, userManagement: true, atomPub: true },
-      authentication: { type: 'internal', properties: {} },
-    }));
+    scope.get(
+      '/info',
+      { schema: { tags: ['info'], response: { 200: InfoResponseSchema } } },
+      async () => ({
+        esVersion: deps.version,
+        state: (deps.nodeState?.() ?? 'Leader').toLowerCase(),
+        features: deps.features ?? { projections: false, userManagement: true, atomPub: true },
+        authentication: { type: 'internal', properties: {} },
+      }),
+    );
     scope.get(
       '/info/options',
       { schema: { tags: ['info'], response: { 200: z.array(OptionInfoSchema) } } },
       async (req, reply) => {
-        if (!(await authorizeRequest(deps.security, req, reply, 'ops-or-admins')).allowed) return reply;
+        if (!(await authorizeRequest(deps.security, req, reply, 'ops-or-admins')).allowed)
+          return reply;
         return describeOptions(deps.loaded);
       },
     );
   });
 }
 
-/** Every option of the node, as `/info/options` reports it. Exported for the startup log and tests. */
+/** Every option of the node, as `/info/options` reports it. */
 export function describeOptions(loaded: LoadedConfig): z.infer<typeof OptionInfoSchema>[] {
   return OPTION_NAMES.map((name) => {
     const spec = optionSpec(name);

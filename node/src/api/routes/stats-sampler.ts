@@ -46,9 +46,21 @@ export class StatsSampler {
   private readonly queue: RequestQueueMeter;
   private readonly tcp: TcpMeter;
   private readonly gcProfiler = new v8.GCProfiler();
-  private readonly gcTotals: GcTotals = { gen0Count: 0, gen1Count: 0, gen2Count: 0, costMicros: 0, freedBytes: 0 };
+  private readonly gcTotals: GcTotals = {
+    gen0Count: 0,
+    gen1Count: 0,
+    gen2Count: 0,
+    costMicros: 0,
+    freedBytes: 0,
+  };
   private readonly gcTimer: NodeJS.Timeout;
-  private previous: { atMs: number; cpu: NodeJS.CpuUsage; sysCpu: CpuTimes; gcCostMicros: number; allocated: number };
+  private previous: {
+    atMs: number;
+    cpu: NodeJS.CpuUsage;
+    sysCpu: CpuTimes;
+    gcCostMicros: number;
+    allocated: number;
+  };
   private memo: { atMs: number; tree: Promise<StatsTree> } | undefined;
 
   constructor(options: StatsSamplerOptions) {
@@ -90,8 +102,16 @@ export class StatsSampler {
     const sysCpu = systemCpuTimes();
     const heap = v8.getHeapStatistics();
     const allocated = heap.used_heap_size + this.gcTotals.freedBytes;
-    const [status, io, drive] = await Promise.all([readProcStatus(), readProcIo(), this.driveStats()]);
-    const procCpuPercent = ((cpu.user + cpu.system - this.previous.cpu.user - this.previous.cpu.system) / 1000 / elapsedMs) * 100;
+    const [status, io, drive] = await Promise.all([
+      readProcStatus(),
+      readProcIo(),
+      this.driveStats(),
+    ]);
+    const procCpuPercent =
+      ((cpu.user + cpu.system - this.previous.cpu.user - this.previous.cpu.system) /
+        1000 /
+        elapsedMs) *
+      100;
     const tree: StatsTree = {
       proc: {
         startTime: new Date(this.startMs).toISOString(),
@@ -121,18 +141,23 @@ export class StatsSampler {
   }
 
   private gcStats(heap: v8.HeapInfo, allocated: number, elapsedMs: number): StatsTree {
-    const spaces = new Map(v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size]));
+    const spaces = new Map(
+      v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size]),
+    );
     const gcMs = (this.gcTotals.costMicros - this.previous.gcCostMicros) / 1000;
     return {
       allocationSpeed: round(Math.max(0, allocated - this.previous.allocated) / (elapsedMs / 1000)),
-      fragmentation: round(heap.total_heap_size === 0 ? 0 : (1 - heap.used_heap_size / heap.total_heap_size) * 100),
+      fragmentation: round(
+        heap.total_heap_size === 0 ? 0 : (1 - heap.used_heap_size / heap.total_heap_size) * 100,
+      ),
       gen0ItemsCount: this.gcTotals.gen0Count,
       gen0Size: spaces.get('new_space') ?? 0,
       gen1ItemsCount: this.gcTotals.gen1Count,
       gen1Size: spaces.get('old_space') ?? 0,
       gen2ItemsCount: this.gcTotals.gen2Count,
       gen2Size: (spaces.get('code_space') ?? 0) + (spaces.get('shared_space') ?? 0),
-      largeHeapSize: (spaces.get('large_object_space') ?? 0) + (spaces.get('new_large_object_space') ?? 0),
+      largeHeapSize:
+        (spaces.get('large_object_space') ?? 0) + (spaces.get('new_large_object_space') ?? 0),
       timeInGc: round(Math.min(100, (gcMs / elapsedMs) * 100)),
       totalBytesInHeaps: heap.used_heap_size,
     };
@@ -191,11 +216,13 @@ export class StatsSampler {
     this.gcProfiler.start();
     for (const entry of profile?.statistics ?? []) {
       const kind = entry.gcType;
-      if (kind === 'Scavenge' || kind === 'MinorMarkCompact' || kind === 'MinorMarkSweep') this.gcTotals.gen0Count += 1;
+      if (kind === 'Scavenge' || kind === 'MinorMarkCompact' || kind === 'MinorMarkSweep')
+        this.gcTotals.gen0Count += 1;
       else if (kind === 'MarkSweepCompact') this.gcTotals.gen2Count += 1;
       else this.gcTotals.gen1Count += 1;
       this.gcTotals.costMicros += entry.cost;
-      const freed = entry.beforeGC.heapStatistics.usedHeapSize - entry.afterGC.heapStatistics.usedHeapSize;
+      const freed =
+        entry.beforeGC.heapStatistics.usedHeapSize - entry.afterGC.heapStatistics.usedHeapSize;
       this.gcTotals.freedBytes += Math.max(0, freed);
     }
   }
@@ -218,7 +245,10 @@ class RequestQueueMeter {
   private lastLabel = '<none>';
   private previous = { processed: 0, processingMs: 0, idleMs: 0 };
 
-  constructor(server: Server, private readonly nowMs: () => number) {
+  constructor(
+    server: Server,
+    private readonly nowMs: () => number,
+  ) {
     this.idleSinceMs = nowMs();
     server.on('request', (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res));
   }
@@ -238,13 +268,18 @@ class RequestQueueMeter {
       currentItemProcessingTime: timeSpan(oldest.done === true ? 0 : now - oldest.value.startMs),
       idleTimePercent: round(Math.min(100, ((idleMs - this.previous.idleMs) / elapsedMs) * 100)),
       length: this.inFlight.size,
-      lengthCurrentTryPeak: now - this.windowStartMs < QUEUE_PEAK_WINDOW_MS ? this.windowPeak : this.inFlight.size,
+      lengthCurrentTryPeak:
+        now - this.windowStartMs < QUEUE_PEAK_WINDOW_MS ? this.windowPeak : this.inFlight.size,
       lengthLifetimePeak: this.lifetimePeak,
       totalItemsProcessed: this.totalProcessed,
       inProgressMessage: oldest.done === true ? '<none>' : oldest.value.label,
       lastProcessedMessage: this.lastLabel,
     };
-    this.previous = { processed: this.totalProcessed, processingMs: this.processingMsTotal, idleMs };
+    this.previous = {
+      processed: this.totalProcessed,
+      processingMs: this.processingMsTotal,
+      idleMs,
+    };
     return stats;
   }
 
@@ -373,7 +408,8 @@ async function readProcStatus(): Promise<{ vmSizeBytes?: number; threads?: numbe
 
 /** Storage I/O of this process since it started (Linux /proc/self/io); zeros elsewhere. */
 async function readProcIo(): Promise<StatsTree> {
-  const field = (text: string, name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const field = (text: string, name: string): number =>
+    Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
   try {
     const text = await readFile('/proc/self/io', 'utf8');
     return {
@@ -387,7 +423,7 @@ async function readProcIo(): Promise<StatsTree> {
   }
 }
 
-/** The mount point holding `path` (longest matching prefix in /proc/self/mountinfo), else `path`. */
+/** The mount point holding `path` (longest prefix in /proc/self/mountinfo), else `path`. */
 async function mountPointOf(path: string): Promise<string> {
   try {
     const text = await readFile('/proc/self/mountinfo', 'utf8');

@@ -26,7 +26,9 @@ const StatsQuerySchema = z.object({
   group: z.enum(['true', 'false']).optional(),
 });
 const StatsPathParamsSchema = z.object({ '*': z.string().max(1024) });
-const StatsTreeSchema = z.record(z.string(), z.unknown()).describe('Statistics groups proc, sys, svc');
+const StatsTreeSchema = z
+  .record(z.string(), z.unknown())
+  .describe('Statistics groups proc, sys, svc');
 
 export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
   const sampler = new StatsSampler({
@@ -38,9 +40,16 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
   registerZodScope(app, (scope) => {
     scope.get(
       '/stats',
-      { schema: { tags: ['stats'], querystring: StatsQuerySchema, response: { 200: StatsTreeSchema } } },
+      {
+        schema: {
+          tags: ['stats'],
+          querystring: StatsQuerySchema,
+          response: { 200: StatsTreeSchema },
+        },
+      },
       async (req, reply) => {
-        if (!(await authorizeRequest(deps.security, req, reply, 'authenticated')).allowed) return reply;
+        if (!(await authorizeRequest(deps.security, req, reply, 'authenticated')).allowed)
+          return reply;
         const tree = await sampler.sample();
         return sendStats(req, reply, req.query.group === 'false' ? flatten(tree) : tree);
       },
@@ -56,7 +65,8 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
         },
       },
       async (req, reply) => {
-        if (!(await authorizeRequest(deps.security, req, reply, 'authenticated')).allowed) return reply;
+        if (!(await authorizeRequest(deps.security, req, reply, 'authenticated')).allowed)
+          return reply;
         if (req.query.group === 'false') {
           return sendPlain(reply, 400, 'Dynamic stats selection works only with grouping enabled');
         }
@@ -91,7 +101,11 @@ function isGroup(value: StatsValue | undefined): value is StatsTree {
   return typeof value === 'object' && value !== null;
 }
 
-function sendStats(req: FastifyRequest, reply: FastifyReply, tree: StatsTree): FastifyReply | StatsTree {
+function sendStats(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  tree: StatsTree,
+): FastifyReply | StatsTree {
   void reply.header('cache-control', 'max-age=1, public').header('vary', 'Accept');
   if (!wantsXml(req)) return tree;
   return reply.type('text/xml; charset=utf-8').send(toXml(tree));
@@ -134,7 +148,9 @@ function toXmlElements(tree: StatsTree): string {
   return Object.entries(tree)
     .map(([key, value]) => {
       const name = xmlName(key);
-      const inner = isGroup(value) ? toXmlElements(value) : escapeXml(value === null ? '' : String(value));
+      const inner = isGroup(value)
+        ? toXmlElements(value)
+        : escapeXml(value === null ? '' : String(value));
       return `<${name}>${inner}</${name}>`;
     })
     .join('');
@@ -145,7 +161,9 @@ function xmlName(key: string): string {
   let name = '';
   for (const [index, ch] of [...key].entries()) {
     const allowed = index === 0 ? /[A-Za-z_]/.test(ch) : /[A-Za-z0-9_.-]/.test(ch);
-    name += allowed ? ch : `_x${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}_`;
+    name += allowed
+      ? ch
+      : `_x${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}_`;
   }
   return name === '' ? '_' : name;
 }

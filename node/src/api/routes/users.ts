@@ -62,13 +62,21 @@ export const UserDataSchema = z.object({
   links: z.array(LinkSchema),
 });
 
-const UserResponseSchema = z.object({ data: UserDataSchema, success: z.boolean(), error: z.string() });
+const UserResponseSchema = z.object({
+  data: UserDataSchema,
+  success: z.boolean(),
+  error: z.string(),
+});
 const UserListResponseSchema = z.object({
   data: z.array(UserDataSchema),
   success: z.boolean(),
   error: z.string(),
 });
-const CommandResponseSchema = z.object({ loginName: z.string(), success: z.boolean(), error: z.string() });
+const CommandResponseSchema = z.object({
+  loginName: z.string(),
+  success: z.boolean(),
+  error: z.string(),
+});
 const LoginParamsSchema = z.object({ login: z.string().min(1).max(NAME_LENGTH_MAX) });
 const CommandParamsSchema = LoginParamsSchema.extend({ command: z.enum(['enable', 'disable']) });
 
@@ -82,11 +90,15 @@ export function registerUserRoutes(app: HostApp, deps: UserRoutesDeps): void {
 
 function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): void {
   for (const url of withTrailingSlash(scope, 'GET', '/users')) {
-    scope.get(url, { schema: { tags: ['users'], response: { 200: UserListResponseSchema } } }, async (req, reply) => {
-      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
-      const users = await security.listUsers();
-      return { data: users.map((u) => userData(req, u)), success: true, error: 'Success' };
-    });
+    scope.get(
+      url,
+      { schema: { tags: ['users'], response: { 200: UserListResponseSchema } } },
+      async (req, reply) => {
+        if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+        const users = await security.listUsers();
+        return { data: users.map((u) => userData(req, u)), success: true, error: 'Success' };
+      },
+    );
   }
   for (const url of withTrailingSlash(scope, 'POST', '/users')) {
     scope.post(
@@ -98,8 +110,10 @@ function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
       async (req, reply) => {
         if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
         const { LoginName: loginName, Password: password } = req.body;
-        if (loginName === undefined || !isValidLoginName(loginName)) return badRequest(reply, 'Invalid LoginName');
-        if (password === undefined || password === '') return badRequest(reply, 'Password is required');
+        if (loginName === undefined || !isValidLoginName(loginName))
+          return badRequest(reply, 'Invalid LoginName');
+        if (password === undefined || password === '')
+          return badRequest(reply, 'Password is required');
         const result = await security.createUser({
           loginName,
           fullName: req.body.FullName ?? '',
@@ -117,13 +131,16 @@ function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
 function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): void {
   scope.get(
     '/users/:login',
-    { schema: { tags: ['users'], params: LoginParamsSchema, response: { 200: UserResponseSchema } } },
+    {
+      schema: { tags: ['users'], params: LoginParamsSchema, response: { 200: UserResponseSchema } },
+    },
     async (req, reply) => {
       const decision = await authorizeRequest(security, req, reply, 'authenticated');
       if (!decision.allowed) return reply;
       const principal = decision.principal as Principal;
       const login = req.params.login === CURRENT_USER ? principal.login : req.params.login;
-      if (login !== principal.login && !security.isAdmin(principal, false)) return unauthorized(reply);
+      if (login !== principal.login && !security.isAdmin(principal, false))
+        return unauthorized(reply);
       const user = await security.getUser(login);
       if (user === undefined) return notFound(reply, login);
       return { data: userData(req, user), success: true, error: 'Success' };
@@ -132,7 +149,12 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
   scope.put(
     '/users/:login',
     {
-      schema: { tags: ['users'], params: LoginParamsSchema, body: UserUpdateItemSchema, response: { 200: CommandResponseSchema } },
+      schema: {
+        tags: ['users'],
+        params: LoginParamsSchema,
+        body: UserUpdateItemSchema,
+        response: { 200: CommandResponseSchema },
+      },
       preValidation: canonicalizeBodyKeys(['FullName', 'Groups']),
     },
     async (req, reply) => {
@@ -147,12 +169,16 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
       return result.kind === 'ok' ? commandSuccess(login) : commandFailure(reply, login, result);
     },
   );
-  scope.delete('/users/:login', { schema: { tags: ['users'], params: LoginParamsSchema } }, async (req, reply) => {
-    if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
-    const result = await security.deleteUser(req.params.login);
-    if (result.kind !== 'ok') return commandFailure(reply, req.params.login, result);
-    return reply.code(204).send();
-  });
+  scope.delete(
+    '/users/:login',
+    { schema: { tags: ['users'], params: LoginParamsSchema } },
+    async (req, reply) => {
+      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+      const result = await security.deleteUser(req.params.login);
+      if (result.kind !== 'ok') return commandFailure(reply, req.params.login, result);
+      return reply.code(204).send();
+    },
+  );
 }
 
 function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps): void {
@@ -160,7 +186,11 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
   scope.route({
     method: ['PUT', 'POST'],
     url: '/users/:login/command/:command',
-    schema: { tags: ['users'], params: CommandParamsSchema, response: { 200: CommandResponseSchema } },
+    schema: {
+      tags: ['users'],
+      params: CommandParamsSchema,
+      response: { 200: CommandResponseSchema },
+    },
     handler: async (req, reply) => {
       if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
       const { login, command } = req.params;
@@ -171,14 +201,20 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
   scope.post(
     '/users/:login/command/reset-password',
     {
-      schema: { tags: ['users'], params: LoginParamsSchema, body: PasswordResetItemSchema, response: { 200: CommandResponseSchema } },
+      schema: {
+        tags: ['users'],
+        params: LoginParamsSchema,
+        body: PasswordResetItemSchema,
+        response: { 200: CommandResponseSchema },
+      },
       preValidation: canonicalizeBodyKeys(['NewPassword']),
     },
     async (req, reply) => {
       if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
       const { login } = req.params;
       const newPassword = req.body.NewPassword;
-      if (newPassword === undefined || newPassword === '') return badRequest(reply, 'NewPassword is required');
+      if (newPassword === undefined || newPassword === '')
+        return badRequest(reply, 'NewPassword is required');
       const result = await security.resetPassword(login, newPassword);
       return result.kind === 'ok' ? commandSuccess(login) : commandFailure(reply, login, result);
     },
@@ -186,7 +222,12 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
   scope.post(
     '/users/:login/command/change-password',
     {
-      schema: { tags: ['users'], params: LoginParamsSchema, body: PasswordChangeItemSchema, response: { 200: CommandResponseSchema } },
+      schema: {
+        tags: ['users'],
+        params: LoginParamsSchema,
+        body: PasswordChangeItemSchema,
+        response: { 200: CommandResponseSchema },
+      },
       preValidation: canonicalizeBodyKeys(['CurrentPassword', 'NewPassword']),
     },
     async (req, reply) => {
@@ -265,8 +306,15 @@ function commandSuccess(loginName: string): z.infer<typeof CommandResponseSchema
   return { loginName, success: true, error: 'Success' };
 }
 
-function commandFailure(reply: FastifyReply, loginName: string, result: UserWriteResult): FastifyReply {
-  const failure = result.kind === 'not-found' ? { code: 404, error: 'NotFound' } : { code: 409, error: 'Conflict' };
+function commandFailure(
+  reply: FastifyReply,
+  loginName: string,
+  result: UserWriteResult,
+): FastifyReply {
+  const failure =
+    result.kind === 'not-found'
+      ? { code: 404, error: 'NotFound' }
+      : { code: 409, error: 'Conflict' };
   return reply.code(failure.code).send({ loginName, success: false, error: failure.error });
 }
 

@@ -46,10 +46,7 @@ export type HostApp = FastifyInstance<
 >;
 
 /** Registers `routes` in a child scope that validates and serializes with zod. */
-export function registerZodScope(
-  app: HostApp,
-  routes: (scope: ZodScope) => void,
-): void {
+export function registerZodScope(app: HostApp, routes: (scope: ZodScope) => void): void {
   void app.register(async (child) => {
     child.setValidatorCompiler(validatorCompiler);
     child.setSerializerCompiler(serializerCompiler);
@@ -60,7 +57,10 @@ export function registerZodScope(
 
 function handleScopeError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error.validation !== undefined) {
-    void reply.code(400).type('text/plain; charset=utf-8').send(`Bad Request: ${describeValidation(error)}`);
+    void reply
+      .code(400)
+      .type('text/plain; charset=utf-8')
+      .send(`Bad Request: ${describeValidation(error)}`);
     return;
   }
   const status = error.statusCode;
@@ -75,6 +75,7 @@ function handleScopeError(error: FastifyError, request: FastifyRequest, reply: F
 function describeValidation(error: FastifyError): string {
   const first = error.validation?.[0];
   if (first === undefined) return error.message;
-  const where = first.instancePath === '' ? (error.validationContext ?? 'body') : first.instancePath;
+  const where =
+    first.instancePath === '' ? (error.validationContext ?? 'body') : first.instancePath;
   return `${where} ${first.message ?? 'is invalid'}`;
 }

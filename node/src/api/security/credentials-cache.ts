@@ -83,6 +83,10 @@ export class CredentialsCache {
   }
 
   private keyOf(login: string, password: string): string {
-    return createHmac('sha256', this.key).update(login).update('\0').update(password).digest('base64');
+    return createHmac('sha256', this.key)
+      .update(login)
+      .update('\0')
+      .update(password)
+      .digest('base64');
   }
 }

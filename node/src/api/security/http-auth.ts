@@ -20,7 +20,9 @@ export const WWW_AUTHENTICATE_VALUE = 'X-Basic realm="ESDB"';
  * another scheme (left to other providers; here that means anonymous); `malformed` when a Basic
  * header cannot be decoded.
  */
-export function parseBasicCredentials(header: string | undefined): BasicCredentials | 'malformed' | undefined {
+export function parseBasicCredentials(
+  header: string | undefined,
+): BasicCredentials | 'malformed' | undefined {
   if (header === undefined) return undefined;
   const match = /^\s*basic\s+(\S*)\s*$/i.exec(header);
   if (match === null) return undefined;
@@ -63,7 +65,11 @@ export async function authorizeRequest(
   return { allowed: false };
 }
 
-function policyAdmits(authorizer: Authorizer, policy: EndpointPolicy, principal: Principal | undefined): boolean {
+function policyAdmits(
+  authorizer: Authorizer,
+  policy: EndpointPolicy,
+  principal: Principal | undefined,
+): boolean {
   switch (policy) {
     case 'anonymous':
       return true;

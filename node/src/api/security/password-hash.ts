@@ -42,7 +42,12 @@ export async function hashPassword(
 ): Promise<PasswordHash> {
   const salt = randomBytes(SALT_SIZE_BYTES);
   const key = await deriveKey(password, salt, params);
-  return { algorithm: 'scrypt', hash: key.toString('base64'), salt: salt.toString('base64'), params };
+  return {
+    algorithm: 'scrypt',
+    hash: key.toString('base64'),
+    salt: salt.toString('base64'),
+    params,
+  };
 }
 
 /** True when `password` matches `stored`. Malformed stored hashes never match. */
@@ -76,7 +81,11 @@ export function parsePasswordHash(value: unknown): PasswordHash | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
   const p = v['params'] as Record<string, unknown> | undefined;
-  if (v['algorithm'] !== 'scrypt' || typeof v['hash'] !== 'string' || typeof v['salt'] !== 'string') {
+  if (
+    v['algorithm'] !== 'scrypt' ||
+    typeof v['hash'] !== 'string' ||
+    typeof v['salt'] !== 'string'
+  ) {
     return undefined;
   }
   if (typeof p !== 'object' || p === null) return undefined;

@@ -44,7 +44,7 @@ import {
 export interface SecurityOptions {
   readonly db: EventDb;
   readonly log: Logger;
-  /** Password of the default `admin` user, used only when it is first created. Default `changeit`. */
+  /** Password of the default `admin` user, used when it is first created. Default `changeit`. */
   readonly defaultAdminPassword?: string;
   /** Password of the default `ops` user, used only when it is first created. Default `changeit`. */
   readonly defaultOpsPassword?: string;
@@ -76,10 +76,17 @@ export interface Security extends Authorizer {
   listUsers(): Promise<UserDetails[]>;
   getUser(login: string): Promise<UserDetails | undefined>;
   createUser(user: NewUser): Promise<UserWriteResult>;
-  updateUser(login: string, change: { fullName: string; groups: readonly string[] }): Promise<UserWriteResult>;
+  updateUser(
+    login: string,
+    change: { fullName: string; groups: readonly string[] },
+  ): Promise<UserWriteResult>;
   setUserDisabled(login: string, disabled: boolean): Promise<UserWriteResult>;
   resetPassword(login: string, newPassword: string): Promise<UserWriteResult>;
-  changePassword(login: string, currentPassword: string, newPassword: string): Promise<ChangePasswordResult>;
+  changePassword(
+    login: string,
+    currentPassword: string,
+    newPassword: string,
+  ): Promise<ChangePasswordResult>;
   deleteUser(login: string): Promise<UserWriteResult>;
   /** Stops listening to the engine. */
   close(): void;
@@ -122,8 +129,18 @@ class SecurityService implements Security {
 
   async ensureDefaultUsers(adminPassword: string, opsPassword: string): Promise<void> {
     const defaults: NewUser[] = [
-      { loginName: 'admin', fullName: 'Event Store Administrator', groups: [ROLE_ADMINS], password: adminPassword },
-      { loginName: 'ops', fullName: 'Event Store Operations', groups: [ROLE_OPS], password: opsPassword },
+      {
+        loginName: 'admin',
+        fullName: 'Event Store Administrator',
+        groups: [ROLE_ADMINS],
+        password: adminPassword,
+      },
+      {
+        loginName: 'ops',
+        fullName: 'Event Store Operations',
+        groups: [ROLE_OPS],
+        password: opsPassword,
+      },
     ];
     for (const user of defaults) {
       // Only a stream that never existed gets a default user: a deleted admin stays deleted.
@@ -149,12 +166,20 @@ class SecurityService implements Security {
     return { kind: 'authenticated', principal };
   }
 
-  async canAccessStream(principal: Principal | undefined, stream: string, access: StreamAccess): Promise<boolean> {
+  async canAccessStream(
+    principal: Principal | undefined,
+    stream: string,
+    access: StreamAccess,
+  ): Promise<boolean> {
     const target = resolveAclTarget(stream, access);
-    if (target.stream === ALL_STREAM && (target.access === 'w' || target.access === 'd')) return false;
+    if (target.stream === ALL_STREAM && (target.access === 'w' || target.access === 'd'))
+      return false;
     if (principal === undefined && !this.allowAnonymousStreamAccess) return false;
     if (isMemberOf(principal, ROLE_ADMINS)) return true;
-    const [acl, settings] = await Promise.all([this.streamAcl(target.stream), this.systemSettings()]);
+    const [acl, settings] = await Promise.all([
+      this.streamAcl(target.stream),
+      this.systemSettings(),
+    ]);
     return rolesAdmit(effectiveRoles(target.stream, target.access, acl, settings), principal);
   }
 
@@ -162,7 +187,9 @@ class SecurityService implements Security {
     if (principal === undefined) return false;
     if (isMemberOf(principal, ROLE_ADMINS)) return true;
     if (!allowOps) return false;
-    return isMemberOf(principal, ROLE_OPS) || principal.login === 'admin' || principal.login === 'ops';
+    return (
+      isMemberOf(principal, ROLE_OPS) || principal.login === 'admin' || principal.login === 'ops'
+    );
   }
 
   async listUsers(): Promise<UserDetails[]> {
@@ -189,7 +216,10 @@ class SecurityService implements Security {
     return result;
   }
 
-  updateUser(login: string, change: { fullName: string; groups: readonly string[] }): Promise<UserWriteResult> {
+  updateUser(
+    login: string,
+    change: { fullName: string; groups: readonly string[] },
+  ): Promise<UserWriteResult> {
     return this.modifyUser(login, EVENT_TYPE_USER_UPDATED, async (r) => ({
       ...r,
       fullName: change.fullName,
@@ -208,10 +238,15 @@ class SecurityService implements Security {
     }));
   }
 
-  async changePassword(login: string, currentPassword: string, newPassword: string): Promise<ChangePasswordResult> {
+  async changePassword(
+    login: string,
+    currentPassword: string,
+    newPassword: string,
+  ): Promise<ChangePasswordResult> {
     const stored = await readUser(this.db, login);
     if (stored === undefined) return { kind: 'not-found' };
-    if (!(await verifyPassword(currentPassword, stored.record.passwordHash))) return { kind: 'wrong-password' };
+    if (!(await verifyPassword(currentPassword, stored.record.passwordHash)))
+      return { kind: 'wrong-password' };
     const next = { ...stored.record, passwordHash: await hashPassword(newPassword) };
     const result = await writeUser(this.db, stored, next, EVENT_TYPE_PASSWORD_CHANGED);
     this.onUsersChanged();
@@ -268,7 +303,10 @@ class SecurityService implements Security {
     try {
       return parseSystemSettings(JSON.parse(last.event.data.toString('utf8')));
     } catch {
-      this.log.warn({ eventNumber: last.event.eventNumber }, 'settings event is not valid JSON; using defaults');
+      this.log.warn(
+        { eventNumber: last.event.eventNumber },
+        'settings event is not valid JSON; using defaults',
+      );
       return {};
     }
   }

@@ -45,7 +45,7 @@ export function isSystemStream(stream: string): boolean {
   return stream.startsWith('$');
 }
 
-/** The roles allowed to perform `access` on `stream`, by precedence stream ACL > settings > default. */
+/** Roles allowed to perform `access` on `stream`: stream ACL, else settings, else default. */
 export function effectiveRoles(
   stream: string,
   access: StreamAccess,
@@ -69,7 +69,7 @@ export function isMemberOf(principal: Principal | undefined, role: string): bool
   return principal !== undefined && principal.groups.includes(role);
 }
 
-/** True when any of `roles` admits the principal (undefined = anonymous, admitted only by `$all`). */
+/** True when any of `roles` admits the principal (undefined = anonymous: only `$all`). */
 export function rolesAdmit(roles: readonly string[], principal: Principal | undefined): boolean {
   if (roles.includes(ROLE_ALL)) return true;
   if (principal === undefined) return false;

@@ -38,9 +38,7 @@ export interface StoredUser {
 }
 
 export type UserWriteResult =
-  | { readonly kind: 'ok' }
-  | { readonly kind: 'conflict' }
-  | { readonly kind: 'not-found' };
+  { readonly kind: 'ok' } | { readonly kind: 'conflict' } | { readonly kind: 'not-found' };
 
 export function userStreamName(login: string): string {
   return `${USER_STREAM_PREFIX}${login}`;
