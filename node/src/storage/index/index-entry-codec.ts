@@ -10,6 +10,7 @@
 
 import { endianness } from 'node:os';
 import { assert } from '../../errors.js';
+import type { IndexEntry } from './stream-index-port.js';
 
 export const ENTRY_SIZE_BYTES = 24;
 export const ENTRY_SIZE_WORDS = 6;
@@ -59,6 +60,15 @@ export function encodeEntry(
   words[word + 1] = key.hashHigh;
   writeUint53(words, word + 2, eventNumber);
   writeUint53(words, word + 4, logPosition);
+}
+
+export function decodeEntry(words: Uint32Array, entryIndex: number): IndexEntry {
+  const word = entryIndex * ENTRY_SIZE_WORDS;
+  return {
+    streamHash: joinHash(words[word + 1]!, words[word]!),
+    eventNumber: readUint53(words, word + 2),
+    logPosition: readUint53(words, word + 4),
+  };
 }
 
 /**

@@ -66,6 +66,25 @@ export class MemTable implements IndexSource {
     }
   }
 
+  /** Drops the entries `keep` rejects; returns how many were dropped. */
+  retain(keep: (entry: IndexEntry) => boolean): number {
+    let removed = 0;
+    for (const [streamHash, entries] of this.byHash) {
+      const kept: number[] = [];
+      const numbers = entries.numbers;
+      for (let i = 0; i < numbers.length; i += 2) {
+        const eventNumber = numbers[i]!;
+        const logPosition = numbers[i + 1]!;
+        if (keep({ streamHash, eventNumber, logPosition })) kept.push(eventNumber, logPosition);
+      }
+      removed += (numbers.length - kept.length) / 2;
+      if (kept.length === 0) this.byHash.delete(streamHash);
+      else entries.numbers = kept;
+    }
+    this.entryCountValue -= removed;
+    return removed;
+  }
+
   /**
    * Encodes all entries in table order (hash desc, eventNumber desc, logPosition desc) as
    * chunks of at most `chunkEntryCount` entries. Each chunk is a fresh buffer the caller owns.

@@ -2,7 +2,8 @@
  * Streams the k-way merge of sorted tables as sorted chunks for writePTable(). Each input is read
  * sequentially in chunks of `chunkEntryCount` entries, so memory stays at (k + 1) chunks however
  * big the tables are. Entries that are exact duplicates (same hash, event number and position)
- * are written once; entries differing only in position (hash collisions) are all kept.
+ * are written once; entries differing only in position (hash collisions) are all kept. An
+ * optional filter drops entries as they stream by (the index stage of a scavenge).
  */
 
 import {
@@ -32,9 +33,13 @@ class MergeInput {
   }
 }
 
+/** Decides whether entry `entryIndex` of `words` is written (scavenge); absent keeps all. */
+export type EncodedEntryFilter = (words: Uint32Array, entryIndex: number) => boolean;
+
 export async function* mergeSortedChunks(
   inputs: readonly AsyncIterable<Buffer>[],
   chunkEntryCount: number,
+  keep?: EncodedEntryFilter,
 ): AsyncGenerator<Buffer> {
   let live: MergeInput[] = [];
   for (const input of inputs) {
@@ -48,7 +53,8 @@ export async function* mergeSortedChunks(
   let hasLast = false;
   while (live.length > 0) {
     const best = mergePickBest(live);
-    if (!hasLast || compareEntries(last, 0, best.words, best.entry) !== 0) {
+    const isNew = !hasLast || compareEntries(last, 0, best.words, best.entry) !== 0;
+    if (isNew && (keep === undefined || keep(best.words, best.entry))) {
       const from = best.entry * ENTRY_SIZE_WORDS;
       const to = filled * ENTRY_SIZE_WORDS;
       for (let word = 0; word < ENTRY_SIZE_WORDS; word += 1) {

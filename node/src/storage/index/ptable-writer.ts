@@ -94,7 +94,10 @@ class PTableWriteScan {
   }
 }
 
-export async function writePTable(options: PTableWriteOptions): Promise<WrittenPTable> {
+/** Writes the table; resolves undefined (and leaves no file) when the chunks held no entry. */
+export async function writePTable(
+  options: PTableWriteOptions,
+): Promise<WrittenPTable | undefined> {
   const fileName = randomUUID();
   const path = join(options.directory, fileName);
   const midpointStride = midpointStrideFor(options.entryCountMax);
@@ -114,7 +117,10 @@ export async function writePTable(options: PTableWriteOptions): Promise<WrittenP
       scan.scan(new Uint32Array(chunk.buffer, chunk.byteOffset, chunk.length / 4), entryCount);
       checksum = await writePTableChunk(writer, chunk, checksum);
     }
-    assert(scan.entryCount > 0, 'a table holds at least one entry');
+    if (scan.entryCount === 0) {
+      await writer.abort();
+      return undefined;
+    }
     const midpointBytes = scan.finish();
     const midpointCount = midpointBytes.length / 24;
     checksum = await writePTableChunk(writer, midpointBytes, checksum);

@@ -38,7 +38,7 @@ async function tableOf(mem: MemTable, chunkEntryCount = 7): Promise<PTable> {
     bloomBitCountMax: 2 ** 20,
     chunks: mem.encodeSorted(chunkEntryCount),
   });
-  return PTable.fromWritten(directory, written);
+  return PTable.fromWritten(directory, written!);
 }
 
 function rangeOf(source: MemTable | PTable, hash: bigint, from: number, to: number): IndexEntry[] {
@@ -139,7 +139,7 @@ describe('PTable', () => {
       bloomBitCountMax: 2 ** 20,
       chunks: mergeSortedChunks([a.readChunks(2), b.readChunks(2)], 2),
     });
-    const merged = PTable.fromWritten(directory, written);
+    const merged = PTable.fromWritten(directory, written!);
     expect(merged.entryCount).toBe(5);
     expect(rangeOf(merged, 9n, 0, 9).map((e) => [e.eventNumber, e.logPosition])).toEqual([
       [1, 40], [1, 30], [0, 10],

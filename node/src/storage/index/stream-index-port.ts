@@ -63,6 +63,13 @@ export interface StreamIndex {
    * and the engine replays the log from there. Call it before adding anything. Optional member.
    */
   resetAbove?(logPosition: number): Promise<boolean>;
+
+  /**
+   * Removes the entries `keep` rejects (the index stage of a scavenge): flushes the memtable,
+   * then rewrites all tables into one, filtering as it streams. Entries added while it runs are
+   * not examined. Resolves the number of entries removed. Optional member.
+   */
+  removeEntries?(keep: (entry: IndexEntry) => boolean): Promise<{ removedEntryCount: number }>;
 }
 
 /** Computes a 64-bit stream hash; injectable so tests can force collisions. */

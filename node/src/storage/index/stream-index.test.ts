@@ -199,6 +199,34 @@ describe('PersistentStreamIndex', () => {
 
 });
 
+describe('PersistentStreamIndex.removeEntries', () => {
+  it('rewrites the tables without the rejected entries, and keeps later adds', async () => {
+    for (const memOnly of [false, true]) {
+      const index = await open({ maxMemTableSize: 7, memOnly });
+      const model: IndexEntry[] = [];
+      for (let position = 0; position < 100; position += 1) {
+        const added = entry(BigInt(position % 4), Math.floor(position / 4), position * 10);
+        model.push(added);
+        index.add([added], position * 10 + 10);
+      }
+      const keep = (e: IndexEntry): boolean => e.eventNumber >= 10 || e.streamHash === 3n;
+      const { removedEntryCount } = await index.removeEntries(keep);
+      expect(removedEntryCount).toBe(30);
+      if (!memOnly) expect(index.stats().tableCount).toBe(1);
+      index.add([entry(0n, 25, 5000)], 5010);
+      const kept = [...model.filter(keep), entry(0n, 25, 5000)];
+      for (let hash = 0n; hash < 4n; hash += 1n) {
+        expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(kept, hash, 0, Infinity));
+      }
+      const all = await index.removeEntries(() => false);
+      expect(all.removedEntryCount).toBe(kept.length);
+      expect(index.stats()).toMatchObject({ tableCount: 0, memTableEntries: 0 });
+      expect(index.getRange(0n, 0, Infinity)).toEqual([]);
+      await index.close();
+    }
+  });
+});
+
 describe('PersistentStreamIndex files', () => {
   it('deletes replaced table files only after the new indexmap is written', async () => {
     const index = await open({ maxMemTableSize: 5 });

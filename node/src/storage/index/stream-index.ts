@@ -17,11 +17,16 @@
 
 import type { Logger } from 'pino';
 import { assert } from '../../errors.js';
-import { ENTRY_SIZE_BYTES, assertEntryNumbers, splitHash } from './index-entry-codec.js';
+import {
+  ENTRY_SIZE_BYTES,
+  assertEntryNumbers,
+  decodeEntry,
+  splitHash,
+} from './index-entry-codec.js';
 import { writeIndexMap } from './index-map.js';
 import { MemTable } from './memtable.js';
 import { PTable } from './ptable.js';
-import { mergeSortedChunks } from './ptable-merge.js';
+import { mergeSortedChunks, type EncodedEntryFilter } from './ptable-merge.js';
 import { writePTable } from './ptable-writer.js';
 import { compareEntriesDescending, type RangeQuery } from './range-query.js';
 import { deleteIndexFiles, removeTableFiles } from './index-files.js';
@@ -158,6 +163,28 @@ export class PersistentStreamIndex implements StreamIndex {
       await this.mergeTables(this.tables, level);
     });
     await this.whenIdle();
+  }
+
+  /**
+   * Removes the entries `keep` rejects (the index stage of a scavenge): flushes, then rewrites
+   * all tables into one, filtering as it streams. Entries added meanwhile are not examined.
+   */
+  async removeEntries(
+    keep: (entry: IndexEntry) => boolean,
+  ): Promise<{ removedEntryCount: number }> {
+    await this.flush();
+    if (this.config.memOnly) return { removedEntryCount: this.mem.retain(keep) };
+    const removedEntryCount = await this.enqueue(async () => {
+      if (this.tables.length === 0) return 0;
+      let entryCountBefore = 0;
+      for (const live of this.tables) entryCountBefore += live.table.entryCount;
+      const level = Math.max(...this.tables.map((live) => live.level));
+      const keepEncoded: EncodedEntryFilter = (words, entryIndex) =>
+        keep(decodeEntry(words, entryIndex));
+      return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded));
+    });
+    await this.whenIdle();
+    return { removedEntryCount };
   }
 
   async resetAbove(logPosition: number): Promise<boolean> {
@@ -334,6 +361,7 @@ export class PersistentStreamIndex implements StreamIndex {
         bloomBitCountMax: this.config.bloomBitCountMax,
         chunks: frozen.encodeSorted(CHUNK_ENTRY_COUNT),
       });
+      assert(written !== undefined, 'a non-empty memtable writes a table');
       const table = PTable.fromWritten(this.config.directory, written);
       tables = [...tables, { level: 0, table }];
     }
@@ -349,8 +377,16 @@ export class PersistentStreamIndex implements StreamIndex {
     );
   }
 
-  private async mergeTables(inputs: readonly LiveTable[], level: number): Promise<void> {
-    assert(inputs.length >= 2, 'a merge has at least two inputs');
+  /**
+   * Merges `inputs` into one table on `level` (none if `keep` drops every entry), makes the new
+   * set durable, then deletes the inputs. Resolves the number of entries written.
+   */
+  private async mergeTables(
+    inputs: readonly LiveTable[],
+    level: number,
+    keep?: EncodedEntryFilter,
+  ): Promise<number> {
+    assert(inputs.length >= (keep === undefined ? 2 : 1), 'a merge has enough inputs');
     const startMs = performance.now();
     let entryCountMax = 0;
     let hashCountMax = 0;
@@ -366,20 +402,22 @@ export class PersistentStreamIndex implements StreamIndex {
       chunks: mergeSortedChunks(
         inputs.map((live) => live.table.readChunks(CHUNK_ENTRY_COUNT)),
         CHUNK_ENTRY_COUNT,
+        keep,
       ),
     });
-    const merged = { level, table: PTable.fromWritten(this.config.directory, written) };
     const remaining = this.tables.filter((live) => !inputs.includes(live));
-    await this.commitTables([...remaining, merged], this.persistedLogPositionValue);
+    if (written !== undefined) {
+      remaining.push({ level, table: PTable.fromWritten(this.config.directory, written) });
+    }
+    await this.commitTables(remaining, this.persistedLogPositionValue);
     for (const live of inputs) live.table.close();
     await removeTableFiles(this.config.directory, inputs.map((live) => live.table.fileName));
     await this.rebalanceTableCache();
     const durationMs = Math.round(performance.now() - startMs);
     const inputCount = inputs.length;
-    this.log.info(
-      { level, inputCount, entryCount: written.entryCount, durationMs },
-      'index tables merged',
-    );
+    const entryCount = written?.entryCount ?? 0;
+    this.log.info({ level, inputCount, entryCount, durationMs }, 'index tables merged');
+    return entryCount;
   }
 
   /** Makes the table set durable in the indexmap, then visible. */
