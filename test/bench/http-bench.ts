@@ -54,7 +54,7 @@ const PLANS: readonly WorkloadPlan[] = [
   },
   {
     key: 'read',
-    label: 'feed read 100/page embed=body, 16 conns',
+    label: 'read 100 events/page, 16 conns',
     connections: 16,
     eventsPerRequest: 100,
     requestCountMax: 500_000,
@@ -65,7 +65,8 @@ type Results = Partial<Record<WorkloadPlan['key'], WorkloadResult>>;
 
 export async function run(): Promise<BenchSection> {
   const notes: string[] = [
-    `each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} bytes/event`,
+    `each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} B/event`,
+    'reads: EventDB forward feed pages with embed=body (Atom JSON); PostgreSQL SELECT by stream',
   ];
   const eventdb = await runEventDb(notes);
   const postgres = await runPostgres(notes);
