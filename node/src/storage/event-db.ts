@@ -31,7 +31,7 @@ import {
   EMPTY_METADATA, METADATA_EVENT_TYPE, SOFT_DELETED_TRUNCATE_BEFORE, TOMBSTONE_EVENT_TYPE, firstVisibleEventNumber,
   isExpired, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseStreamMetadata,
 } from './stream-metadata.js';
-import { APPEND_EVENT_COUNT_MAX, CHUNK_HEADER_SIZE_BYTES, EVENT_TYPE_BYTES_MAX, STREAM_NAME_BYTES_MAX, WRITE_BATCH_BYTES_MAX } from './limits.js';
+import { APPEND_EVENT_COUNT_MAX, CHUNK_HEADER_SIZE_BYTES, INDEX_REPLAY_BYTES_MAX, EVENT_TYPE_BYTES_MAX, STREAM_NAME_BYTES_MAX, WRITE_BATCH_BYTES_MAX } from './limits.js';
 import { isUuid } from './format/binary.js';
 import type { IndexEntry, StreamHasher, StreamIndex } from './index/stream-index-port.js';
 import { ioCounters } from '../platform/block-file.js';
@@ -442,6 +442,7 @@ export class Engine implements EventDb {
       }
     }
     this.index.add(entries, this.committedPos);
+    this.flushIndexIfFarBehind();
     for (const { groups } of encoded) for (const g of groups) if (g.events[0]) this.existence.add(g.events[0].stream);
     this.existence.advance(this.committedPos);
     for (const { outcome, groups } of encoded) {
@@ -460,6 +461,19 @@ export class Engine implements EventDb {
       outcome.request.resolve(result);
     }
     for (const w of writes) for (const l of this.listeners) l(w);
+  }
+
+  private indexFlushRunning = false;
+
+  /** Keeps crash recovery short: the log past the durable index tables stays under a bound. */
+  private flushIndexIfFarBehind(): void {
+    if (this.indexFlushRunning || this.options.memDb) return;
+    if (this.committedPos - this.index.persistedLogPosition < INDEX_REPLAY_BYTES_MAX) return;
+    this.indexFlushRunning = true;
+    this.index.flush().then(
+      () => { this.indexFlushRunning = false; },
+      (err: unknown) => this.fail(err),
+    );
   }
 
   private noteCommitted(stream: string, g: EncodedGroup, _nowMs: number): void {

@@ -244,3 +244,39 @@ export function peekPrepareStream(payload: Buffer): string {
   const len = payload.readUInt16LE(p);
   return payload.toString('utf8', p + 2, p + 2 + len);
 }
+
+/** The fields index catch-up needs, read without copying data (the frame is already checked). */
+export interface IndexFields {
+  readonly type: number;
+  readonly logPosition: number;
+  readonly stream: string;
+  readonly eventNumber: number;
+}
+
+export function decodeIndexFields(payload: Buffer): IndexFields {
+  const type = payload.readUInt8(0);
+  const logPosition = readInt64(payload, 2);
+  if (type !== RecordType.Prepare) return { type, logPosition, stream: '', eventNumber: -1 };
+  const eventNumber = readInt64(payload, COMMON_BYTES + 2 + 8 + 4);
+  return { type, logPosition, stream: peekPrepareStream(payload), eventNumber };
+}
+
+/** Checks a frame like decodeFrame but returns only the index fields. */
+export function decodeFrameIndexFields(buf: Buffer, offset: number, limit: number, expectedLogPosition: number):
+  | { readonly kind: 'record'; readonly fields: IndexFields; readonly frameSizeBytes: number }
+  | { readonly kind: 'end' } | { readonly kind: 'torn'; readonly reason: string } {
+  if (offset + 4 > limit) return { kind: 'end' };
+  const payloadBytes = buf.readUInt32LE(offset);
+  if (payloadBytes === 0) return { kind: 'end' };
+  if (payloadBytes > RECORD_SIZE_BYTES_MAX || offset + payloadBytes + RECORD_FRAME_OVERHEAD_BYTES > limit) {
+    return { kind: 'torn', reason: `frame length ${payloadBytes} runs past the written data` };
+  }
+  const payload = buf.subarray(offset + 8, offset + 8 + payloadBytes);
+  if (crc32(payload) !== buf.readUInt32LE(offset + 4)) return { kind: 'torn', reason: 'checksum mismatch' };
+  if (buf.readUInt32LE(offset + 8 + payloadBytes) !== payloadBytes) return { kind: 'torn', reason: 'trailing length mismatch' };
+  const fields = decodeIndexFields(payload);
+  if (fields.logPosition !== expectedLogPosition) {
+    return { kind: 'torn', reason: `record says position ${fields.logPosition}, found at ${expectedLogPosition}` };
+  }
+  return { kind: 'record', fields, frameSizeBytes: payloadBytes + RECORD_FRAME_OVERHEAD_BYTES };
+}

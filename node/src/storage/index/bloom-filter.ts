@@ -47,15 +47,23 @@ export class BloomFilter {
     return new BloomFilter(new Uint8Array(Math.ceil(bitCount / 8)), probeCount);
   }
 
-  add(keyHigh: number, keyLow: number): void {
+  /** Sets the key's bits; returns true when at least one bit was not set before. */
+  add(keyHigh: number, keyLow: number): boolean {
     const first = fmix32(keyLow ^ 0x5bd1e995);
     const step = (fmix32(keyHigh ^ Math.imul(keyLow, 0x27d4eb2f)) | 1) >>> 0;
     const bitCount = this.bitCount;
     const bits = this.bits;
+    let changed = false;
     for (let probe = 0; probe < this.probeCount; probe += 1) {
       const bit = (first + probe * step) % bitCount;
-      bits[bit >>> 3]! |= 1 << (bit & 7);
+      const mask = 1 << (bit & 7);
+      const byte = bits[bit >>> 3]!;
+      if ((byte & mask) === 0) {
+        bits[bit >>> 3] = byte | mask;
+        changed = true;
+      }
     }
+    return changed;
   }
 
   mightContain(keyHigh: number, keyLow: number): boolean {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -34,6 +34,14 @@ describe('StreamExistenceFilter', () => {
     expect(filter.checkpoint).toBe(12_345);
     filter.advance(100);
     expect(filter.coveredLogPosition).toBe(12_345);
+    const dataPath = join(indexPath, 'stream-existence', 'streamExistenceFilter.dat');
+    const dataBefore = await stat(dataPath);
+    filter.add('orders-1');
+    filter.advance(20_000);
+    await filter.persist();
+    expect(filter.checkpoint).toBe(20_000);
+    // No new stream: only the checkpoint file was rewritten.
+    expect((await stat(dataPath)).ino).toBe(dataBefore.ino);
     const files = await readdir(join(indexPath, 'stream-existence'));
     expect(files.sort()).toEqual(['streamExistenceFilter.chk', 'streamExistenceFilter.dat']);
     const reloaded = await openStreamExistenceFilter({ indexPath, log, sizeBytes: 4096 });

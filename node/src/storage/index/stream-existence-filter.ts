@@ -58,12 +58,23 @@ export class StreamExistenceFilter {
   private readonly directory: string;
   private checkpointValue: number;
   private coveredLogPositionValue: number;
-  private dirty = false;
+  /** Bits changed since the last persist: `.dat` must be rewritten. */
+  private bitsDirty = false;
+  /** The covered position moved since the last persist: `.chk` must be rewritten. */
+  private positionDirty = false;
+  /** A valid `.dat` exists (loaded at open or written since). */
+  private dataOnDisk: boolean;
   private persisting: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failure: unknown = undefined;
 
-  constructor(options: OpenStreamExistenceFilterOptions, bits: Uint8Array, checkpoint: number) {
+  constructor(
+    options: OpenStreamExistenceFilterOptions,
+    bits: Uint8Array,
+    checkpoint: number,
+    dataOnDisk: boolean,
+  ) {
+    this.dataOnDisk = dataOnDisk;
     this.options = options;
     this.directory = join(options.indexPath, STREAM_EXISTENCE_DIRECTORY);
     this.sizeBytes = bits.length;
@@ -90,8 +101,9 @@ export class StreamExistenceFilter {
 
   add(streamName: string): void {
     const hash = this.hasher(streamName);
-    this.bloom.add(Number(hash >> 32n), Number(BigInt.asUintN(32, hash)));
-    this.dirty = true;
+    if (this.bloom.add(Number(hash >> 32n), Number(BigInt.asUintN(32, hash)))) {
+      this.bitsDirty = true;
+    }
   }
 
   /** False means the stream certainly has no event in the covered log; true means maybe. */
@@ -109,7 +121,7 @@ export class StreamExistenceFilter {
   advance(logPosition: number): void {
     assert(Number.isSafeInteger(logPosition) && logPosition >= 0, 'covered position is valid');
     if (logPosition <= this.coveredLogPositionValue) return;
-    this.dirty = true;
+    this.positionDirty = true;
     this.coveredLogPositionValue = logPosition;
   }
 
@@ -118,7 +130,7 @@ export class StreamExistenceFilter {
     if (this.failure !== undefined) throw this.failure;
     if (this.options.memOnly === true) return;
     while (this.persisting !== undefined) await this.persisting;
-    if (!this.dirty) return;
+    if (!this.bitsDirty && !this.positionDirty) return;
     this.persisting = this.persistNow().finally(() => {
       this.persisting = undefined;
     });
@@ -133,7 +145,8 @@ export class StreamExistenceFilter {
   }
 
   private persistInBackground(): void {
-    if (!this.dirty || this.persisting !== undefined || this.failure !== undefined) return;
+    const dirty = this.bitsDirty || this.positionDirty;
+    if (!dirty || this.persisting !== undefined || this.failure !== undefined) return;
     this.persist().catch((err: unknown) => {
       this.failure = err;
       this.options.log.error({ err }, 'stream existence filter persist failed');
@@ -142,20 +155,26 @@ export class StreamExistenceFilter {
 
   private async persistNow(): Promise<void> {
     const logPosition = this.coveredLogPositionValue;
-    this.dirty = false;
+    // `.dat` is rewritten only when bits changed (appends to known streams change none);
+    // clearing the flags first lets adds during the write mark the next persist.
+    const writeBits = this.bitsDirty || !this.dataOnDisk;
+    this.bitsDirty = false;
+    this.positionDirty = false;
     try {
       await mkdir(this.directory, { recursive: true });
-      await this.writeData();
+      if (writeBits) await this.writeData();
+      this.dataOnDisk = true;
       await writeFileDurably(
         join(this.directory, STREAM_EXISTENCE_CHECKPOINT_FILE),
         encodeExistenceCheckpoint(logPosition),
       );
     } catch (err: unknown) {
-      this.dirty = true;
+      this.bitsDirty ||= writeBits;
+      this.positionDirty = true;
       throw err;
     }
     this.checkpointValue = logPosition;
-    this.options.log.debug({ logPosition }, 'stream existence filter persisted');
+    this.options.log.debug({ logPosition, writeBits }, 'stream existence filter persisted');
   }
 
   private async writeData(): Promise<void> {
@@ -239,7 +258,7 @@ export async function openStreamExistenceFilter(
     });
   }
   if (options.memOnly === true) {
-    return new StreamExistenceFilter(options, new Uint8Array(sizeBytes), 0);
+    return new StreamExistenceFilter(options, new Uint8Array(sizeBytes), 0, false);
   }
   const directory = join(options.indexPath, STREAM_EXISTENCE_DIRECTORY);
   const checkpointBytes = await readOptional(join(directory, STREAM_EXISTENCE_CHECKPOINT_FILE));
@@ -251,8 +270,8 @@ export async function openStreamExistenceFilter(
   if (checkpoint === undefined || bits === undefined) {
     const found = checkpointBytes !== undefined;
     options.log.info({ found, sizeBytes }, 'stream existence filter rebuilt from the log');
-    return new StreamExistenceFilter(options, new Uint8Array(sizeBytes), 0);
+    return new StreamExistenceFilter(options, new Uint8Array(sizeBytes), 0, false);
   }
   options.log.info({ checkpoint, sizeBytes }, 'stream existence filter loaded');
-  return new StreamExistenceFilter(options, bits, checkpoint);
+  return new StreamExistenceFilter(options, bits, checkpoint, true);
 }

@@ -5,7 +5,7 @@
  */
 import type { ChunkRegistry } from '../chunk/chunk-registry.js';
 import type { Chunk } from '../chunk/chunk.js';
-import { decodeFrame, type LogRecord } from '../format/record.js';
+import { decodeFrameIndexFields, type IndexFields, type LogRecord } from '../format/record.js';
 import { FatalError } from '../../errors.js';
 import { RECORD_FRAME_OVERHEAD_BYTES } from '../limits.js';
 
@@ -75,7 +75,7 @@ export class LogReader {
    * Visits every record in [from, to) in order, reading big blocks. Used at start-up to bring
    * the index up to the writer checkpoint.
    */
-  scan(from: number, to: number, visit: (record: LogRecord, nextPosition: number) => void): void {
+  scan(from: number, to: number, visit: (record: IndexFields, nextPosition: number) => void): void {
     let pos = from;
     while (pos < to) {
       const chunk = this.registry.chunkAt(pos);
@@ -83,7 +83,8 @@ export class LogReader {
       if (chunk.header.isScavenged) {
         const r = this.readForward(pos);
         if (!r || r.record.logPosition >= to) return;
-        visit(r.record, r.nextPosition);
+        const rec = r.record;
+        visit({ type: rec.type, logPosition: rec.logPosition, stream: rec.type === 0 ? rec.stream : '', eventNumber: rec.type === 0 ? rec.eventNumber : -1 }, r.nextPosition);
         pos = r.nextPosition;
         continue;
       }
@@ -91,7 +92,7 @@ export class LogReader {
     }
   }
 
-  private scanChunk(chunk: Chunk, from: number, to: number, visit: (record: LogRecord, nextPosition: number) => void): number {
+  private scanChunk(chunk: Chunk, from: number, to: number, visit: (record: IndexFields, nextPosition: number) => void): number {
     const start = chunk.startPosition;
     const limit = Math.min(this.physicalLimit(chunk, this.writerPosition()), to - start);
     let physical = from - start;
@@ -108,10 +109,10 @@ export class LogReader {
           if (physical + offset + len + RECORD_FRAME_OVERHEAD_BYTES > limit) throw corruptAt(chunk, at, 'frame runs past the durable end');
           break; // cut by the block boundary: read again with the next block
         }
-        const frame = decodeFrame(block, offset, block.length, at);
+        const frame = decodeFrameIndexFields(block, offset, block.length, at);
         if (frame.kind !== 'record') throw corruptAt(chunk, at, frame.kind === 'torn' ? frame.reason : 'unreadable frame');
         offset += frame.frameSizeBytes;
-        visit(frame.record, start + physical + offset);
+        visit(frame.fields, start + physical + offset);
       }
       if (offset === 0) throw corruptAt(chunk, start + physical, 'unreadable frame');
       physical += offset;
