@@ -45,7 +45,7 @@ describe('StreamExistenceFilter', () => {
     const files = await readdir(join(indexPath, 'stream-existence'));
     expect(files.sort()).toEqual(['streamExistenceFilter.chk', 'streamExistenceFilter.dat']);
     const reloaded = await openStreamExistenceFilter({ indexPath, log, sizeBytes: 4096 });
-    expect(reloaded.checkpoint).toBe(12_345);
+    expect(reloaded.checkpoint).toBe(20_000);
     expect(reloaded.mightExist('orders-1')).toBe(true);
     expect(reloaded.mightExist('orders-2')).toBe(false);
   });
