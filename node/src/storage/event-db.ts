@@ -21,7 +21,7 @@ import {
   type RecordedEvent, type StreamMetadata, type StreamState,
 } from './event-db-types.js';
 import { ChunkRegistry } from './chunk/chunk-registry.js';
-import { DirectoryChunkStorage, MemoryChunkStorage } from './chunk/chunk-storage.js';
+import { DirectoryChunkStorage, MemoryChunkStorage, type ChunkStorage } from './chunk/chunk-storage.js';
 import { FileCheckpoint, MemoryCheckpoint, type Checkpoint } from './checkpoint/checkpoint.js';
 import { LogReader } from './reader/log-reader.js';
 import { PrepareFlags, RecordType, SystemRecordType, type LogRecord, type PrepareRecord } from './format/record.js';
@@ -46,6 +46,8 @@ export interface EventDbDeps {
   readonly hasher?: StreamHasher;
   /** Clock in ms since the epoch; injectable for $maxAge tests. */
   readonly nowMs?: () => number;
+  /** Where chunk files live; tests inject failing storage. Default: options.dbPath or memory. */
+  readonly chunkStorage?: ChunkStorage;
 }
 
 type WriteRequest = {
@@ -406,20 +408,23 @@ export class Engine implements EventDb {
       encoded.push({ outcome, groups });
     }
     assert(offset === batch.sizeBytes, `batch encoded ${offset} bytes, planned ${batch.sizeBytes}`);
+    const rejectAll = (err: unknown): void => { for (const o of batch.outcomes) o.request.reject(err); };
     if (offset > 0) {
       const active = this.registry.active;
       assert(active.startPosition + active.physicalDataSizeBytes === this.writerPos, 'active chunk end matches the writer position');
       try {
         await active.append(buf);
+        await active.sync();
       } catch (err: unknown) {
-        throw new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
+        const fatal = err instanceof FatalError ? err : new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
+        rejectAll(fatal);
+        throw fatal;
       }
-      await active.sync();
       this.writerPos += offset;
     }
     const end = this.writerPos;
     this.inflight.push(batch.ctx);
-    this.checkpointTail = this.checkpointTail
+    const applied = this.checkpointTail
       .then(() => (offset > 0 ? this.checkpoints.writer.write(end) : undefined))
       .then(() => {
         this.committedPos = end;
@@ -427,7 +432,9 @@ export class Engine implements EventDb {
         this.applyCommitted(encoded, nowMs);
         this.inflight.splice(this.inflight.indexOf(batch.ctx), 1);
       });
-    this.checkpointTail.catch((err: unknown) => this.fail(err));
+    // A failed checkpoint write (or an earlier failed batch) fails every batch behind it.
+    applied.catch((err: unknown) => { rejectAll(err); this.fail(err); });
+    this.checkpointTail = applied;
     // Backpressure: at most two batches in flight (one fsyncing data, one fsyncing writer.chk).
     if (this.inflight.length >= 2) await this.checkpointTail.catch(() => undefined);
   }
@@ -771,7 +778,7 @@ export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Pr
     fs.mkdirSync(options.indexPath, { recursive: true });
   }
   const checkpoints = await openCheckpoints(options);
-  const storage = options.memDb ? new MemoryChunkStorage() : new DirectoryChunkStorage(options.dbPath);
+  const storage = deps.chunkStorage ?? (options.memDb ? new MemoryChunkStorage() : new DirectoryChunkStorage(options.dbPath));
   const registry = await ChunkRegistry.open(storage, options.chunkSizeBytes, checkpoints.writer.read(), log);
   const truncateTo = checkpoints.truncate.read();
   const { index, existence } = await openIndexForEngine(options, log, deps.hasher);

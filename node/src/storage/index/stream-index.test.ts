@@ -123,6 +123,12 @@ describe('PersistentStreamIndex', () => {
         model.push(...entries);
         index.add(entries, position);
         if (random() < 0.02) await index.flush();
+        if (random() < 0.1) {
+          // Let background flushes and merges run part-way, then check a stream mid-flight.
+          await new Promise((resolve) => setImmediate(resolve));
+          const hash = BigInt(Math.floor(random() * 40));
+          expect([...index.iterateDescending(hash)]).toEqual(modelRange(model, hash, 0, Infinity));
+        }
       }
       for (let query = 0; query < 200; query += 1) {
         const hash = BigInt(Math.floor(random() * 42));
@@ -296,6 +302,17 @@ describe('PersistentStreamIndex files', () => {
     const opening = open();
     await expect(opening).rejects.toMatchObject({ code: 'EDB_INDEX_CORRUPT' });
     await expect(opening).rejects.toThrow(table);
+  });
+
+  it('reports a background write failure from flush and from every later add', async () => {
+    const index = await open({ maxMemTableSize: 2 });
+    await rm(directory, { recursive: true, force: true });
+    index.add([entry(1n, 0, 0), entry(1n, 1, 10)], 20);
+    await expect(index.flush()).rejects.toMatchObject({ name: 'FatalError' });
+    expect(() => index.add([entry(1n, 2, 20)], 30)).toThrow('index background work failed');
+    expect(index.getRange(1n, 0, 5)).toHaveLength(2);
+    await expect(index.close()).rejects.toThrow();
+    opened.splice(opened.indexOf(index), 1);
   });
 
   it('keeps everything in memory when memOnly and writes no file', async () => {

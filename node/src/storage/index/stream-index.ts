@@ -16,7 +16,7 @@
  */
 
 import type { Logger } from 'pino';
-import { assert } from '../../errors.js';
+import { EventDbError, FatalError, assert } from '../../errors.js';
 import {
   ENTRY_SIZE_BYTES,
   assertEntryNumbers,
@@ -302,10 +302,14 @@ export class PersistentStreamIndex implements StreamIndex {
     return run;
   }
 
+  /** Records the first background failure; anything not already typed becomes fatal. */
   private fail(err: unknown): void {
     this.drainScheduled = false;
     if (this.failure !== undefined) return;
-    this.failure = err;
+    this.failure =
+      err instanceof EventDbError
+        ? err
+        : new FatalError('EDB_WRITE_FAILED', 'index background work failed', { cause: err });
     this.log.error({ err }, 'index background work failed');
   }
 
