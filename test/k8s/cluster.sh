@@ -149,7 +149,7 @@ up() {
   start etcd "$bin/etcd" "$bin/etcd" --name default --data-dir "$state/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-cluster "default=http://127.0.0.1:$etcd_peer_port" --listen-metrics-urls "" \
+    --initial-cluster "default=http://127.0.0.1:$etcd_peer_port" \
     --unsafe-no-fsync --quota-backend-bytes 2147483648 --log-level warn
   wait_for 30 "etcd" curl -fsS --max-time 1 "http://127.0.0.1:$etcd_port/health"
 
@@ -225,10 +225,14 @@ down() {
         kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
       fi
     done < <(find "$state/kubelet/pods" -name '*.pid' 2>/dev/null)
-    # volume mount points the kubelet created on the host, recorded per pod
-    while IFS= read -r f; do
-      while IFS= read -r d; do [[ -n "$d" ]] && rmdir "$d" 2>/dev/null || true; done < <(sort -r "$f")
-    done < <(find "$state/kubelet/pods" -name 'created-dirs' 2>/dev/null)
+  fi
+  # volume mount points the kubelet created on the host (removed only if empty)
+  if [[ -f "$state/kubelet/created-dirs" ]]; then
+    local d
+    while IFS= read -r d; do
+      [[ -n "$d" ]] || continue
+      if [[ -d "$d" ]]; then rmdir "$d" 2>/dev/null || true; elif [[ -f "$d" && ! -s "$d" ]]; then rm -f "$d"; fi
+    done < <(sort -r "$state/kubelet/created-dirs")
   fi
   clean_hosts
   rm -rf "$state"

@@ -55,12 +55,11 @@ export const IMAGE_WORKDIR = '/app';
 export const IMAGE_ENTRYPOINT = ['node', '/app/dist/node/src/main.js'];
 
 export function isEventDbImage(image: string): boolean {
-  // strip digest, then tag (a ':' after the last '/'), then take the last path segment
+  // the repository is the reference without digest and tag (a ':' after the last '/')
   let ref = image.split('@')[0] ?? image;
-  const slash = ref.lastIndexOf('/');
   const colon = ref.lastIndexOf(':');
-  if (colon > slash) ref = ref.slice(0, colon);
-  return ref === 'eventdb' || ref.endsWith('/eventdb') || ref.endsWith('eventdb');
+  if (colon > ref.lastIndexOf('/')) ref = ref.slice(0, colon);
+  return ref.endsWith('eventdb');
 }
 
 type Json = Record<string, unknown>;
@@ -150,7 +149,6 @@ class PodWorker {
   startTime = now();
   lastStatusJson = '';
   private tokens = new Map<string, { token: string; refreshAt: number }>();
-  private hostDirsCreated: string[] = [];
 
   constructor(
     readonly k: Kubelet,
@@ -419,10 +417,7 @@ class PodWorker {
       if (m.readOnly) lines.push(`mount -o remount,bind,ro ${shq(target)}`);
       mounted.push(target);
     }
-    if (created.length > 0) {
-      this.hostDirsCreated.push(...created);
-      fs.appendFileSync(path.join(this.dir, 'created-dirs'), created.map((d) => `${d}\n`).join(''));
-    }
+    if (created.length > 0) this.k.recordCreated(created);
     lines.push(`cd ${shq(cwd)}`);
     lines.push(`exec ${argv.map(shq).join(' ')}`);
     const script = path.join(this.dir, `${spec.name}.sh`);
@@ -700,15 +695,6 @@ class PodWorker {
 
   cleanup(): void {
     for (const v of this.pod.spec?.volumes ?? []) forgetVolume(this.volumeDir(v.name));
-    for (const d of [...this.hostDirsCreated].reverse()) {
-      try {
-        const st = fs.statSync(d);
-        if (st.isDirectory()) fs.rmdirSync(d);
-        else if (st.size === 0) fs.rmSync(d);
-      } catch {
-        /* not empty or gone: leave it */
-      }
-    }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -783,6 +769,33 @@ export class Kubelet {
     this.opts.log(msg);
   }
 
+  /** Mount points created on the host for pods. They are shared by pods and removed (if empty) only
+   * when the kubelet stops: removing a directory that is a mount point in another pod's namespace
+   * would detach that pod's mount. */
+  recordCreated(paths: string[]): void {
+    fs.appendFileSync(path.join(this.opts.stateDir, 'created-dirs'), paths.map((d) => `${d}\n`).join(''));
+  }
+
+  private removeCreated(): void {
+    const f = path.join(this.opts.stateDir, 'created-dirs');
+    let paths: string[] = [];
+    try {
+      paths = fs.readFileSync(f, 'utf8').split('\n').filter(Boolean);
+    } catch {
+      return;
+    }
+    for (const d of paths.sort().reverse()) {
+      try {
+        const st = fs.statSync(d);
+        if (st.isDirectory()) fs.rmdirSync(d);
+        else if (st.size === 0) fs.rmSync(d);
+      } catch {
+        /* not empty or gone: leave it */
+      }
+    }
+    fs.rmSync(f, { force: true });
+  }
+
   async start(): Promise<void> {
     fs.mkdirSync(path.join(this.opts.stateDir, 'pods'), { recursive: true });
     fs.mkdirSync(path.join(this.opts.stateDir, 'volumes'), { recursive: true });
@@ -803,6 +816,7 @@ export class Kubelet {
     );
     this.workers.clear();
     this.writeHosts(true);
+    this.removeCreated();
   }
 
   // ---------------- node ----------------
