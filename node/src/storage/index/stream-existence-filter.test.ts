@@ -55,7 +55,12 @@ describe('StreamExistenceFilter', () => {
     filter.add('orders-1');
     filter.advance(99);
     await filter.close();
+    const leftover = join(indexPath, 'stream-existence', 'streamExistenceFilter.dat.x.tmp');
+    await writeFile(leftover, 'partial');
     const resized = await openStreamExistenceFilter({ indexPath, log, sizeBytes: 8192 });
+    expect(await readdir(join(indexPath, 'stream-existence'))).not.toContain(
+      'streamExistenceFilter.dat.x.tmp',
+    );
     expect(resized.checkpoint).toBe(0);
     const path = join(indexPath, 'stream-existence', 'streamExistenceFilter.dat');
     const bytes = await readFile(path);

@@ -14,13 +14,18 @@
  * size change, is not fatal: the filter starts empty with checkpoint 0 and is rebuilt by replay.
  */
 
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from 'pino';
 import { EventDbError, assert, isErrno } from '../../errors.js';
 import { BLOOM_PROBE_COUNT, BloomFilter } from './bloom-filter.js';
-import { DurableFileWriter, writeFileDurably } from './durable-file.js';
+import {
+  DurableFileWriter,
+  TEMP_FILE_SUFFIX,
+  removeFile,
+  writeFileDurably,
+} from './durable-file.js';
 import { streamHash } from './stream-hash.js';
 import type { StreamHasher } from './stream-index-port.js';
 
@@ -239,6 +244,22 @@ export function decodeExistenceData(bytes: Buffer, sizeBytes: number): Uint8Arra
   return new Uint8Array(bytes.buffer, bytes.byteOffset + DATA_HEADER_SIZE_BYTES, sizeBytes);
 }
 
+/** Deletes temporary files a crash left behind mid-persist (each may be as big as the filter). */
+async function removeExistenceTempFiles(directory: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch (err: unknown) {
+    if (isErrno(err, 'ENOENT')) return;
+    throw err;
+  }
+  for (const name of names) {
+    if (name.startsWith('streamExistenceFilter.') && name.endsWith(TEMP_FILE_SUFFIX)) {
+      await removeFile(join(directory, name));
+    }
+  }
+}
+
 async function readOptional(path: string): Promise<Buffer | undefined> {
   try {
     return await readFile(path);
@@ -261,6 +282,7 @@ export async function openStreamExistenceFilter(
     return new StreamExistenceFilter(options, new Uint8Array(sizeBytes), 0, false);
   }
   const directory = join(options.indexPath, STREAM_EXISTENCE_DIRECTORY);
+  await removeExistenceTempFiles(directory);
   const checkpointBytes = await readOptional(join(directory, STREAM_EXISTENCE_CHECKPOINT_FILE));
   const checkpoint = checkpointBytes && decodeExistenceCheckpoint(checkpointBytes);
   const dataBytes = checkpoint === undefined
