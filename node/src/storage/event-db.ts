@@ -106,10 +106,10 @@ class BatchContext {
   place(stream: string, events: readonly { eventNumber: number; event: NewEvent }[]): void {
     let ids = this.ids.get(stream);
     if (!ids) { ids = new Map(); this.ids.set(stream, ids); }
-    for (const e of events) {
-      ids.set(e.eventNumber, e.event.eventId);
-      this.recentIds.set(e.event.eventId, { stream, eventNumber: e.eventNumber });
-    }
+    for (const e of events) ids.set(e.eventNumber, e.event.eventId);
+    // Only a write's first id is ever looked up (a retry is recognised by its first event).
+    const first = events[0];
+    if (first) this.recentIds.set(first.event.eventId, { stream, eventNumber: first.eventNumber });
     const last = events[events.length - 1];
     if (last) this.lastNumbers.set(stream, last.eventNumber);
     if (isMetastream(stream) && last) {
@@ -486,7 +486,8 @@ export class Engine implements EventDb {
   private noteCommitted(stream: string, g: EncodedGroup, _nowMs: number): void {
     const last = g.events[g.events.length - 1]!;
     this.lastNumberCache.set(stream, last.eventNumber);
-    for (const e of g.events) this.recentEventIds.set(e.event.eventId, { stream, eventNumber: e.eventNumber });
+    const first = g.events[0]!;
+    this.recentEventIds.set(first.event.eventId, { stream, eventNumber: first.eventNumber });
     if (isMetastream(stream)) {
       this.metadataCache.set(originalStreamOf(stream), { version: last.eventNumber, metadata: parseStreamMetadata(last.event.data) });
     }
