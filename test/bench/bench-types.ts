@@ -27,6 +27,10 @@ export interface WorkloadResult {
   readonly elapsedMs: number;
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
+  /** CPU used by the load generator, in % of one core. */
+  readonly clientCpuPercent: number;
+  /** CPU used by the server process(es) during the run, in % of one core. */
+  readonly serverCpuPercent?: number;
   readonly firstError?: string;
   /** Events written per stream (append workloads), for a later read workload. */
   readonly streamLengths?: Readonly<Record<string, number>>;

@@ -8,9 +8,9 @@
  * Figures: events/s, p50/p99 request latency, the node's peak RSS (VmHWM), EventDB/PostgreSQL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, openSync, closeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -67,6 +67,10 @@ export async function run(): Promise<BenchSection> {
   const notes: string[] = [
     `each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} B/event`,
     'reads: EventDB forward feed pages with embed=body (Atom JSON); PostgreSQL SELECT by stream',
+    `machine: ${os.availableParallelism()} CPUs, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} at start`,
   ];
   const eventdb = await runEventDb(notes);
   const postgres = await runPostgres(notes);
@@ -105,6 +109,8 @@ function workloadMetrics(prefix: string, result: WorkloadResult, target?: number
     { name: `${prefix}: p50 latency`, value: result.latencyP50Ms, unit: 'ms', lowerIsBetter: true },
     { name: `${prefix}: p99 latency`, value: result.latencyP99Ms, unit: 'ms', lowerIsBetter: true },
     { name: `${prefix}: errors`, value: result.errorCount, unit: 'requests', lowerIsBetter: true },
+    { name: `${prefix}: server CPU`, value: result.serverCpuPercent ?? 0, unit: '% of 1 core' },
+    { name: `${prefix}: load generator CPU`, value: result.clientCpuPercent, unit: '% of 1 core' },
   ];
 }
 
@@ -117,23 +123,27 @@ async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssB
   try {
     await waitUntilServing(origin, node);
     const http = { origin, authorization: ADMIN_AUTHORIZATION };
-    const results = await runWorkloads(notes, 'EventDB', (plan, streamLengths, prefix) =>
-      plan.key === 'read'
-        ? {
-            kind: 'http-read',
-            ...http,
-            ...common(plan),
-            pageSize: plan.eventsPerRequest,
-            streamLengths,
-          }
-        : {
-            kind: 'http-append',
-            ...http,
-            ...common(plan),
-            eventsPerRequest: plan.eventsPerRequest,
-            streamPrefix: prefix,
-            payloadBytes: PAYLOAD_BYTES,
-          },
+    const results = await runWorkloads(
+      notes,
+      'EventDB',
+      () => [node.pid ?? 0],
+      (plan, streamLengths, prefix) =>
+        plan.key === 'read'
+          ? {
+              kind: 'http-read',
+              ...http,
+              ...common(plan),
+              pageSize: plan.eventsPerRequest,
+              streamLengths,
+            }
+          : {
+              kind: 'http-append',
+              ...http,
+              ...common(plan),
+              eventsPerRequest: plan.eventsPerRequest,
+              streamPrefix: prefix,
+              payloadBytes: PAYLOAD_BYTES,
+            },
     );
     notes.push(...(await nodeStatsNotes(origin)));
     return { results, peakRssBytes: rss.stop() };
@@ -152,7 +162,7 @@ async function runPostgres(notes: string[]): Promise<Results | undefined> {
     `PostgreSQL ${server.version}: private cluster on 127.0.0.1, fsync=on, synchronous_commit=on, one row per event`,
   );
   try {
-    return await runWorkloads(notes, 'PostgreSQL', (plan, streamLengths, prefix) =>
+    return await runWorkloads(notes, 'PostgreSQL', postgresPids, (plan, streamLengths, prefix) =>
       plan.key === 'read'
         ? {
             kind: 'pg-read',
@@ -191,6 +201,7 @@ function common(plan: WorkloadPlan): {
 async function runWorkloads(
   notes: string[],
   system: string,
+  serverPids: () => number[],
   specOf: (
     plan: WorkloadPlan,
     streamLengths: Record<string, number>,
@@ -200,7 +211,13 @@ async function runWorkloads(
   const results: Results = {};
   for (const plan of PLANS) {
     const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
-    const result = await runWorker(specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`));
+    const cpu = watchCpu(serverPids);
+    const measured = await runWorker(
+      specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`),
+    );
+    const serverSeconds = cpu.stop() / CLOCK_TICKS_PER_SECOND;
+    const serverCpuPercent = round((serverSeconds / (measured.elapsedMs / 1000)) * 100);
+    const result = { ...measured, serverCpuPercent };
     results[plan.key] = result;
     process.stderr.write(
       `  ${system} ${plan.label}: ${eventsPerSecond(result)} events/s, p99 ${result.latencyP99Ms} ms\n`,
@@ -336,6 +353,65 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Linux USER_HZ; /proc/<pid>/stat times are in these ticks. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of the processes, in clock ticks (0 for processes that are gone). */
+function cpuTicksOf(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+    } catch {
+      // Exited.
+    }
+  }
+  return ticks;
+}
+
+/**
+ * CPU ticks the server processes use from now until stop(). Sampled every 250 ms so that
+ * processes started during the run (PostgreSQL backends) are counted from zero.
+ */
+function watchCpu(pidsOf: () => number[]): { stop: () => number } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const sample = (initial: boolean): void => {
+    for (const pid of pidsOf()) {
+      const ticks = cpuTicksOf([pid]);
+      if (!first.has(pid)) first.set(pid, initial ? ticks : 0);
+      last.set(pid, ticks);
+    }
+  };
+  sample(true);
+  const timer = setInterval(() => sample(false), 250);
+  return {
+    stop: () => {
+      sample(false);
+      clearInterval(timer);
+      let ticks = 0;
+      for (const [pid, end] of last) ticks += end - (first.get(pid) ?? 0);
+      return ticks;
+    },
+  };
+}
+
+/** Every running postgres process (postmaster and backends). */
+function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 function round(value: number): number {

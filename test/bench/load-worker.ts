@@ -60,6 +60,7 @@ async function runLanes(run: LaneRun): Promise<WorkloadResult> {
   let errors = 0;
   let firstError: string | undefined;
   const start = performance.now();
+  const cpuStart = process.cpuUsage();
   const deadline = start + run.durationMs;
   const lane = async (laneIndex: number): Promise<void> => {
     while (performance.now() < deadline && started < run.requestCountMax) {
@@ -81,6 +82,7 @@ async function runLanes(run: LaneRun): Promise<WorkloadResult> {
   };
   await Promise.all(Array.from({ length: run.connections }, (_, i) => lane(i)));
   const elapsedMs = performance.now() - start;
+  const cpu = process.cpuUsage(cpuStart);
   latencies.sort((a, b) => a - b);
   return {
     requestCount: started,
@@ -89,6 +91,7 @@ async function runLanes(run: LaneRun): Promise<WorkloadResult> {
     elapsedMs,
     latencyP50Ms: round(percentile(latencies, 0.5)),
     latencyP99Ms: round(percentile(latencies, 0.99)),
+    clientCpuPercent: round(((cpu.user + cpu.system) / 1000 / elapsedMs) * 100),
     ...(firstError === undefined ? {} : { firstError }),
   };
 }
