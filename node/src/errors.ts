@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'EDB_WRITE_FAILED'
   | 'EDB_INDEX_CORRUPT'
   | 'EDB_CLOSED'
+  | 'EDB_SCAVENGE_RUNNING'
   | 'EDB_INVARIANT';
 
 export class EventDbError extends Error {

@@ -166,6 +166,11 @@ export interface EventDb {
   /** Calls the listener after each durable write; returns the unsubscribe function. */
   onCommitted(listener: (write: CommittedWrite) => void): () => void;
   mergeIndexes(): Promise<void>;
+  /**
+   * Starts a scavenge (resuming a stopped one) with this id; throws EventDbError
+   * EDB_SCAVENGE_RUNNING (400) when one is already running on this node.
+   */
+  startScavenge?(scavengeId: string, params: import('./scavenge/scavenge-types.js').ScavengeParams, listener: import('./scavenge/scavenge-types.js').ScavengeListener): import('./scavenge/scavenge-types.js').ScavengeHandle;
   stats(): EngineStats;
   close(): Promise<void>;
 }
@@ -192,3 +197,5 @@ export interface EventDbOptions {
 
 /** Called once when the engine hits a condition it must not continue from (fsync failure, corruption). */
 export type FatalHandler = (err: Error) => void;
+
+export type { ScavengeHandle, ScavengeListener, ScavengeParams, ScavengeOutcome, ScavengeResult } from './scavenge/scavenge-types.js';
