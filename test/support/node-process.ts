@@ -56,13 +56,13 @@ export async function startNode(options: { args?: string[]; memDb?: boolean; env
   const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { ...process.env, ...options.env }, stdio: 'pipe' });
   const output: string[] = [];
   const exit = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
-  await new Promise<void>((resolveReady, reject) => {
+  const address = await new Promise<string>((resolveReady, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not become ready:\n${output.join('\n')}`)), 60_000);
     const onLine = (line: string): void => {
       output.push(line);
       if (line.includes('"msg":"ready"')) {
         clearTimeout(timer);
-        resolveReady();
+        resolveReady(String((JSON.parse(line) as { address: unknown }).address));
       }
     };
     let pending = '';
@@ -79,9 +79,10 @@ export async function startNode(options: { args?: string[]; memDb?: boolean; env
       reject(new Error(`node exited with ${code} before ready:\n${output.join('\n')}`));
     });
   });
+  const listeningPort = Number(new URL(address).port);
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    port,
+    baseUrl: `http://127.0.0.1:${listeningPort}`,
+    port: listeningPort,
     child,
     output,
     async stop(signal = 'SIGTERM') {

@@ -109,3 +109,9 @@ describe('loadConfig', () => {
     expect(JSON.stringify(described)).not.toContain('s3cret');
   });
 });
+
+describe('loadConfig with overridden values', () => {
+  it('still rejects an invalid value that a flag overrides', () => {
+    expect(() => load(['--mem-db'], { SERVICE_MEM_DB: 'yes' })).toThrow(/SERVICE_MEM_DB/);
+  });
+});

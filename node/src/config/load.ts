@@ -62,11 +62,15 @@ export function loadConfig(input: LoadConfigInput): LoadedConfig {
   const configPath = flags.get('config')?.value ?? env.get('config')?.value;
   const file = typeof configPath === 'string' ? loadConfigReadFile(configPath, input.readFile, issues) : new Map();
 
-  const merged: RawValues = new Map([...file, ...env, ...flags]);
+  // Every given value is checked, even one a higher-precedence source overrides.
+  const merged: RawValues = new Map();
   const candidate: Record<string, unknown> = {};
-  for (const [name, raw] of merged) {
-    const converted = convertValue(name, raw, issues);
-    if (converted !== undefined) candidate[name] = converted;
+  for (const source of [file, env, flags]) {
+    for (const [name, raw] of source) {
+      const converted = convertValue(name, raw, issues);
+      merged.set(name, raw);
+      if (converted !== undefined) candidate[name] = converted;
+    }
   }
   const parsed = NodeConfigSchema.safeParse(candidate);
   if (!parsed.success) {

@@ -1,0 +1,76 @@
+/**
+ * The node process around the streams API: configuration errors, graceful shutdown on
+ * signals, and data that survives a restart on disk.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { appendEvents, httpClient, newEvent, readFeed, uniqueStream } from '../support/http-client.js';
+import { freePort, runNode, startNode, tempDir } from '../support/node-process.js';
+
+describe('node process', () => {
+  it('exits 2 naming the option for unknown or invalid options', async () => {
+    const unknown = await runNode(['--mem-db', '--no-such-option', '1']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.output).toContain('unknown option --no-such-option');
+    const invalid = await runNode(['--mem-db', '--http-port', 'abc']);
+    expect(invalid.code).toBe(2);
+    expect(invalid.output).toContain('--http-port: expected an integer');
+    const env = await runNode(['--mem-db'], { SERVICE_MEM_DB: 'yes' });
+    expect(env.code).toBe(2);
+    expect(env.output).toContain('SERVICE_MEM_DB');
+  });
+
+  it('takes options from a YAML file and the environment, flags winning', async () => {
+    const dir = tempDir('edb-config-');
+    try {
+      const port = await freePort();
+      const file = join(dir.path, 'node.yaml');
+      writeFileSync(file, `MemDb: true\nHttpPort: 1\nLogLevel: debug\n`);
+      const node = await startNode({ args: ['--config', file, '--http-port', String(port)], env: { SERVICE_LOG_LEVEL: 'info' } });
+      try {
+        expect(node.port).toBe(port);
+        const http = httpClient(node.baseUrl);
+        await readFeed(http, '/streams/anything');
+        expect(node.output.some((line) => line.includes('"msg":"request completed"'))).toBe(false);
+      } finally {
+        expect(await node.stop()).toBe(0);
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('logs one debug line per request without credentials or bodies', async () => {
+    const node = await startNode({ args: ['--log-level', 'debug'] });
+    const http = httpClient(node.baseUrl);
+    await appendEvents(http, uniqueStream('log'), [newEvent('secret-type', { secret: 'body-value' })]);
+    expect(await node.stop()).toBe(0);
+    const lines = node.output.filter((line) => line.includes('"msg":"request completed"'));
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    const all = node.output.join('\n');
+    expect(all).not.toContain('body-value');
+    expect(all).not.toMatch(/Basic [A-Za-z0-9+/=]{8,}/);
+  });
+
+  it('shuts down gracefully on SIGINT and SIGTERM (exit 0) and keeps data on disk across restarts', async () => {
+    const dir = tempDir('edb-data-');
+    try {
+      const args = ['--db', join(dir.path, 'db'), '--index', join(dir.path, 'index')];
+      const stream = uniqueStream('durable');
+      const first = await startNode({ memDb: false, args });
+      const written = await appendEvents(httpClient(first.baseUrl), stream, [newEvent('a', { n: 1 }), newEvent('b', { n: 2 })]);
+      expect(written.status).toBe(201);
+      expect(await first.stop('SIGINT')).toBe(0);
+      expect(first.output.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+
+      const second = await startNode({ memDb: false, args });
+      const feed = await readFeed(httpClient(second.baseUrl), `/streams/${stream}/0/forward/10`);
+      expect(feed.status).toBe(200);
+      expect(feed.json().entries.map((e: { title: string }) => e.title)).toEqual([`1@${stream}`, `0@${stream}`]);
+      expect(await second.stop('SIGTERM')).toBe(0);
+    } finally {
+      dir.remove();
+    }
+  });
+});
