@@ -59,7 +59,29 @@ export async function verifyPassword(password: string, stored: PasswordHash): Pr
   return timingSafeEqual(actual, expected);
 }
 
-function deriveKey(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+/**
+ * scrypt runs on libuv's thread pool, which the storage engine also needs for its fdatasync
+ * calls: at most this many derivations run at once, so a burst of logins (or of wrong
+ * passwords) cannot starve durable writes.
+ */
+const SCRYPT_CONCURRENCY_MAX = 2;
+let scryptRunning = 0;
+const scryptWaiting: Array<() => void> = [];
+
+async function deriveKey(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+  if (scryptRunning >= SCRYPT_CONCURRENCY_MAX) {
+    await new Promise<void>((resolve) => scryptWaiting.push(resolve));
+  }
+  scryptRunning += 1;
+  try {
+    return await deriveKeyNow(password, salt, params);
+  } finally {
+    scryptRunning -= 1;
+    scryptWaiting.shift()?.();
+  }
+}
+
+function deriveKeyNow(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     scrypt(
       password.normalize('NFC'),
