@@ -84,11 +84,20 @@ async function main(): Promise<void> {
   const wanted = process.env['BENCH_SECTIONS']?.split(',').map((s) => s.trim());
   const startedAt = new Date();
   const sections: BenchSection[] = [];
+  const failed: string[] = [];
   for (const entry of SECTIONS) {
     if (wanted !== undefined && !wanted.includes(entry.name)) continue;
     process.stderr.write(`bench section ${entry.name}...\n`);
     const t0 = Date.now();
-    const section = await runSection(entry);
+    let section: BenchSection;
+    try {
+      section = await runSection(entry);
+    } catch (err: unknown) {
+      // One broken section must not hide the figures of the others.
+      failed.push(entry.name);
+      const message = err instanceof Error ? err.message : String(err);
+      section = { name: entry.name, metrics: [], notes: [`section FAILED: ${message}`] };
+    }
     sections.push({
       ...section,
       notes: [...section.notes, `section took ${Math.round((Date.now() - t0) / 1000)} s`],
@@ -106,6 +115,10 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, `${stamp}.json`), report);
   writeFileSync(join(dir, 'latest.json'), report);
   process.stdout.write(`\nresults written to ${join(dir, `${stamp}.json`)}\n`);
+  if (failed.length > 0) {
+    process.stderr.write(`bench sections failed: ${failed.join(', ')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((err: unknown) => {
