@@ -73,4 +73,20 @@ describe('node process', () => {
       dir.remove();
     }
   });
+
+  it('answers a waiting long poll and exits 0 promptly on SIGTERM', async () => {
+    const node = await startNode();
+    const http = httpClient(node.baseUrl);
+    const stream = uniqueStream('poll-stop');
+    await appendEvents(http, stream, [newEvent('a', {})]);
+    const waiting = readFeed(http, `/streams/${stream}/1/forward/20`, { 'ES-LongPoll': '60' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    const code = await node.stop();
+    expect(code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const response = await waiting;
+    expect(response.status).toBe(200);
+    expect(response.json().entries).toEqual([]);
+  });
 });

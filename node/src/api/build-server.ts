@@ -59,8 +59,11 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     return sendStatus(reply, 404, 'Not Found');
   });
 
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
   const config = deps.loaded.config;
   void registerStreamsRoutes(app, {
+    closing: closing.signal,
     db: deps.db,
     authorizer: deps.security,
     maxEventSizeBytes: config.maxEventSize,

@@ -11,6 +11,13 @@ export interface CommitWatcher {
   dispose(): void;
 }
 
+/** Aborts when the response closes (client gone) or the server is closing. */
+export function longPollSignal(response: { once(event: 'close', listener: () => void): unknown }, closing: AbortSignal): AbortSignal {
+  const clientGone = new AbortController();
+  response.once('close', () => clientGone.abort());
+  return AbortSignal.any([clientGone.signal, closing]);
+}
+
 export function watchCommits(db: EventDb, matches: (write: CommittedWrite) => boolean): CommitWatcher {
   let seen = false;
   let wake: (() => void) | undefined;

@@ -9,7 +9,7 @@ import { badRequest } from '../error-handler.js';
 import { feedXml } from './atom-xml.js';
 import { parseEmbed } from './entry.js';
 import { allFeed, parseAllPosition, type AllPage } from './feed.js';
-import { watchCommits } from './long-poll.js';
+import { longPollSignal, watchCommits } from './long-poll.js';
 import { FEED_CODECS, MediaType, negotiate } from './media-types.js';
 import { parseCount, sendDocument, sendNotAcceptable, type FeedQuery } from './read-stream.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
@@ -59,9 +59,8 @@ export async function handleAllFeed(
     try {
       result = await read();
       if (result.events.length === 0) {
-        const abort = new AbortController();
-        reply.raw.once('close', () => abort.abort());
-        if (await watcher.wait(longPollSeconds * 1000, abort.signal)) result = await read();
+        const signal = longPollSignal(reply.raw, context.closing);
+        if (await watcher.wait(longPollSeconds * 1000, signal)) result = await read();
       }
     } finally {
       watcher.dispose();

@@ -8,7 +8,7 @@ import { badRequest } from '../error-handler.js';
 import { entryDocumentXml, eventDataXml, eventDtoXml, feedXml } from './atom-xml.js';
 import { eventDataAsJson, parseEmbed, toEntry, toEventDto } from './entry.js';
 import { descriptionDocument, FEED_PAGE_SIZE, streamFeed, type StreamPage } from './feed.js';
-import { watchCommits } from './long-poll.js';
+import { longPollSignal, watchCommits } from './long-poll.js';
 import { EVENT_CODECS, FEED_CODECS, isXmlType, MediaType, negotiate, type MediaTypeValue } from './media-types.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
 import {
@@ -99,9 +99,8 @@ export async function handleStreamFeed(
     try {
       result = await read();
       if (result.kind !== 'stream-deleted' && (result.kind === 'stream-not-found' || result.events.length === 0)) {
-        const abort = new AbortController();
-        reply.raw.once('close', () => abort.abort());
-        if (await watcher.wait(longPollSeconds * 1000, abort.signal)) result = await read();
+        const signal = longPollSignal(reply.raw, context.closing);
+        if (await watcher.wait(longPollSeconds * 1000, signal)) result = await read();
       }
     } finally {
       watcher.dispose();

@@ -13,6 +13,8 @@ export interface StreamsContext {
   readonly db: EventDb;
   readonly authorizer: Authorizer;
   readonly maxEventSizeBytes: number;
+  /** Aborted when the server starts closing: long polls answer at once instead of waiting. */
+  readonly closing: AbortSignal;
 }
 
 export const ALL_STREAM = '$all';
