@@ -58,7 +58,9 @@ stop() {
       [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == "Z" ]] && break
       sleep 0.1
     done
-    if [[ -d "/proc/$pid" ]]; then log "killing $name (pid $pid)"; kill -KILL "$pid" 2>/dev/null || true; fi
+    if [[ -d "/proc/$pid" && "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ]]; then
+      log "killing $name (pid $pid)"; kill -KILL "$pid" 2>/dev/null || true
+    fi
   fi
   rm -f "$pids/$name.pid" "$pids/$name.cmd"
 }

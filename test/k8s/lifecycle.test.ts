@@ -54,6 +54,33 @@ describe.skipIf(!!ctx().skipReason || !ctx().local)('local kubelet pod lifecycle
     expect(waiting.state?.waiting?.message).toContain('back-off');
   }, 120_000);
 
+  it('restarts a container whose liveness probe fails', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'unlive' },
+      spec: {
+        terminationGracePeriodSeconds: 2,
+        containers: [
+          {
+            name: 'unlive',
+            image: IMAGE,
+            command: ['node', '/app/test/k8s/fixtures/standin-node.mjs'],
+            args: ['--http-ip', '$(POD_IP)', '--http-port', '2113'],
+            env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+            readinessProbe: { tcpSocket: { port: 2113 }, periodSeconds: 1 },
+            livenessProbe: { httpGet: { path: '/no-such-path', port: 2113 }, periodSeconds: 1, failureThreshold: 2 },
+          },
+        ],
+      },
+    });
+    const st = await waitFor('a liveness restart', async () => {
+      const s = (await getPod(ns(), 'unlive'))?.status?.containerStatuses?.[0];
+      return (s?.restartCount ?? 0) >= 1 ? s : undefined;
+    }, 45_000);
+    expect(st.lastState?.terminated).toBeDefined();
+  }, 90_000);
+
   it('on deletion sends SIGTERM, waits the grace period, then SIGKILLs before the pod goes', async () => {
     await create(`/api/v1/namespaces/${ns()}/pods`, {
       apiVersion: 'v1',

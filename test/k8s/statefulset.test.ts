@@ -102,6 +102,9 @@ describe.skipIf(!!ctx().skipReason)('statefulset of eventdb nodes', () => {
         'dns-check',
         `const urls = JSON.parse(process.env.URLS);
          (async () => {
+           // the headless Service name resolves to every selected pod
+           const all = await require('node:dns').promises.lookup('eventdb', { all: true });
+           if (all.length !== 3) throw new Error('eventdb resolves to ' + JSON.stringify(all));
            for (const u of urls) {
              const r = await fetch(u, { signal: AbortSignal.timeout(5000) });
              if (r.status !== 200) throw new Error(u + ' -> ' + r.status);

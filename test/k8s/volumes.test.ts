@@ -77,7 +77,8 @@ describe.skipIf(!!ctx().skipReason)('volumes and env', () => {
     });
     const ip = pod.status?.podIP ?? '';
     if (!ctx().local) return; // the checks below read through the pod IP from this machine
-    const info = JSON.parse((await httpGet(`http://${ip}:2113/info`)).body) as { env: Record<string, string> };
+    const info = JSON.parse((await httpGet(`http://${ip}:2113/info`)).body) as { env: Record<string, string>; hostname: string };
+    expect(info.hostname).toBe('app'); // the pod's hostname (own UTS namespace)
     expect(info.env).toMatchObject({
       POD_IP: ip,
       POD_NAME: 'app',

@@ -389,7 +389,7 @@ class PodWorker {
     if (argv[0] === 'node') argv[0] = process.execPath;
     const cwd = this.mapImagePath(spec.workingDir ?? IMAGE_WORKDIR);
     const mounts = [...(spec.volumeMounts ?? [])].sort((a, b) => a.mountPath.length - b.mountPath.length);
-    const lines = ['#!/bin/sh', 'set -e'];
+    const lines = ['#!/bin/sh', 'set -e', `hostname ${shq(this.pod.spec?.hostname ?? this.name)}`];
     const created: string[] = [];
     const mounted: string[] = [];
     for (const m of mounts) {
@@ -424,8 +424,9 @@ class PodWorker {
     fs.writeFileSync(script, `${lines.join('\n')}\n`, { mode: 0o700 });
     const logFile = path.join(this.dir, `${spec.name}.log`);
     const fd = fs.openSync(logFile, 'a');
-    const cmd = mounts.length > 0 ? 'unshare' : '/bin/sh';
-    const cmdArgs = mounts.length > 0 ? ['--mount', '--propagation', 'private', '/bin/sh', script] : [script];
+    // private mount namespace (volume mounts) and UTS namespace (the pod's hostname)
+    const cmd = 'unshare';
+    const cmdArgs = ['--mount', '--uts', '--propagation', 'private', '/bin/sh', script];
     const proc = spawn(cmd, cmdArgs, {
       cwd: fs.existsSync(cwd) ? cwd : this.k.opts.repo,
       env: Object.fromEntries(env),
@@ -625,6 +626,11 @@ class PodWorker {
     return true;
   }
 
+  isReady(): boolean {
+    const all = [...this.containers.values()];
+    return all.length > 0 && all.every((c) => c.ready && !!c.proc);
+  }
+
   graceSeconds(): number {
     const d = this.pod.metadata?.deletionGracePeriodSeconds;
     if (typeof d === 'number') return d;
@@ -758,6 +764,7 @@ export class Kubelet {
   private stopped = false;
   private loopDone?: Promise<void>;
   private lastHosts = '';
+  private services: Array<{ ns: string; name: string; selector: Record<string, string>; publishNotReady: boolean }> = [];
   private syncCount = 0;
   readonly hostsFile: string;
 
@@ -1017,6 +1024,7 @@ export class Kubelet {
       if (this.syncCount % 2 === 0) {
         try {
           await this.provision();
+          await this.refreshServices();
         } catch (err) {
           this.log(`provisioner failed: ${(err as Error).message}`);
         }
@@ -1135,17 +1143,41 @@ export class Kubelet {
 
   // ---------------- DNS ----------------
 
+  private async refreshServices(): Promise<void> {
+    const list = await this.opts.api.get<{
+      items: Array<{
+        metadata?: { name?: string; namespace?: string };
+        spec?: { clusterIP?: string; selector?: Record<string, string>; publishNotReadyAddresses?: boolean };
+      }>;
+    }>('/api/v1/services');
+    this.services = (list?.items ?? [])
+      .filter((s) => s.spec?.clusterIP === 'None' && s.spec.selector && Object.keys(s.spec.selector).length > 0)
+      .map((s) => ({
+        ns: s.metadata?.namespace ?? '',
+        name: s.metadata?.name ?? '',
+        selector: s.spec?.selector ?? {},
+        publishNotReady: !!s.spec?.publishNotReadyAddresses,
+      }));
+  }
+
   /** Pod DNS names (hostname.subdomain.ns.svc.cluster.local and the .svc form) into /etc/hosts and the preload's file. */
   private writeHosts(remove = false): void {
     const lines: string[] = [];
     if (!remove) {
-      for (const w of this.workers.values()) {
-        if (!w.started || w.terminating) continue;
-        const hn = w.pod.spec?.hostname;
-        const sub = w.pod.spec?.subdomain;
-        if (hn && sub) {
-          const fqdn = `${hn}.${sub}.${w.ns}.svc.cluster.local`;
-          lines.push(`${w.ip} ${fqdn} ${hn}.${sub}.${w.ns}.svc`);
+      // Records as cluster DNS serves them from EndpointSlices of headless Services: the Service name
+      // resolves to the selected pods, and <hostname>.<service> to a selected pod whose subdomain is the
+      // Service; not-ready pods count only with publishNotReadyAddresses.
+      for (const svc of this.services) {
+        for (const w of this.workers.values()) {
+          if (w.ns !== svc.ns || !w.started || w.terminating || w.finished) continue;
+          const labels = w.pod.metadata?.labels ?? {};
+          if (!Object.entries(svc.selector).every(([k, v]) => labels[k] === v)) continue;
+          if (!svc.publishNotReady && !w.isReady()) continue;
+          lines.push(`${w.ip} ${svc.name}.${svc.ns}.svc.cluster.local ${svc.name}.${svc.ns}.svc`);
+          const hn = w.pod.spec?.hostname;
+          if (hn && w.pod.spec?.subdomain === svc.name) {
+            lines.push(`${w.ip} ${hn}.${svc.name}.${svc.ns}.svc.cluster.local ${hn}.${svc.name}.${svc.ns}.svc`);
+          }
         }
       }
       lines.sort();
