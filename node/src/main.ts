@@ -31,6 +31,17 @@ function loadConfigOrExit(): LoadedConfig {
   }
 }
 
+/** The version in package.json (dist/node/src/main.js sits three levels below it). */
+function packageVersion(): string {
+  try {
+    const text = readFileSync(new URL('../../../package.json', import.meta.url), 'utf8');
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
 function engineOptions(config: NodeConfig): EventDbOptions {
   return {
     dbPath: config.db,
@@ -109,7 +120,8 @@ async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: Exit
     })();
     return stopping;
   };
-  const app = buildServer({ db, security, log, loaded, requestShutdown: () => void shutdown('admin request') });
+  const requestShutdown = (): void => void shutdown('admin request');
+  const app = buildServer({ db, security, log, loaded, version: packageVersion(), requestShutdown });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 

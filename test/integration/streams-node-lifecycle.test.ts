@@ -89,4 +89,26 @@ describe('node process', () => {
     expect(response.status).toBe(200);
     expect(response.json().entries).toEqual([]);
   });
+
+  it('shuts down gracefully on POST /admin/shutdown (200, then exit 0)', async () => {
+    const node = await startNode();
+    const http = httpClient(node.baseUrl);
+    expect((await http('POST', '/admin/shutdown', { auth: false })).status).toBe(401);
+    const response = await http('POST', '/admin/shutdown');
+    expect(response.status).toBe(200);
+    expect(await node.exited()).toBe(0);
+  });
+
+  it('serves the other APIs next to streams: ping, info, OpenAPI', async () => {
+    const node = await startNode();
+    try {
+      const http = httpClient(node.baseUrl);
+      expect((await http('GET', '/ping', { headers: { accept: 'application/json' } })).status).toBe(200);
+      expect((await http('GET', '/info', { headers: { accept: 'application/json' } })).json()).toMatchObject({ state: 'leader' });
+      const openapi = (await http('GET', '/openapi.json')).json<{ paths: Record<string, unknown> }>();
+      expect(Object.keys(openapi.paths)).toContain('/streams/{stream}');
+    } finally {
+      expect(await node.stop()).toBe(0);
+    }
+  });
 });

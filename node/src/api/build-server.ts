@@ -10,6 +10,11 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import type { EventDb } from '../storage/event-db-types.js';
 import { registerErrorHandler } from './error-handler.js';
+import { registerOpenApi } from './openapi.js';
+import { registerAdminRoutes } from './routes/admin.js';
+import { registerClusterRoutes } from './routes/cluster.js';
+import { registerInfoRoutes } from './routes/info.js';
+import { registerStatsRoutes } from './routes/stats.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { Security } from './security/security.js';
@@ -20,6 +25,8 @@ export interface BuildServerDeps {
   readonly security: Security;
   readonly log: Logger;
   readonly loaded: LoadedConfig;
+  /** The node's version, reported by /info, /gossip and the OpenAPI document. */
+  readonly version: string;
   /** Starts the node's graceful shutdown (POST /admin/shutdown). */
   readonly requestShutdown: () => void;
 }
@@ -59,6 +66,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     return sendStatus(reply, 404, 'Not Found');
   });
 
+  // Swagger learns routes from the onRoute hook, so it goes first.
+  registerOpenApi(app, { version: deps.version });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
   const config = deps.loaded.config;
@@ -69,7 +78,12 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     maxEventSizeBytes: config.maxEventSize,
     bodyLimitBytes: Math.min(Math.max(config.maxEventSize * 2, 1024 * 1024), BODY_LIMIT_BYTES_MAX),
   });
-  registerUserRoutes(app, { security: deps.security });
+  const { db, security, log, version } = deps;
+  registerUserRoutes(app, { security });
+  registerInfoRoutes(app, { security, loaded: deps.loaded, version });
+  registerClusterRoutes(app, { db, version });
+  registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown });
+  registerStatsRoutes(app, { security, db, ...(config.memDb ? {} : { dataPath: config.db }) });
   return app;
 }
 
