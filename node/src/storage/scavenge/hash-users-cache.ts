@@ -1,0 +1,81 @@
+/**
+ * The collision check of accumulation, shared by both scavenge state implementations: a bounded
+ * LRU cache (`--scavenge-hash-users-cache-capacity`, default 100 000 hashes) in front of the
+ * HashUsers table, which remembers the first stream name seen for every 64-bit stream hash.
+ *
+ * Invariant: every cached entry is also in the table, or in the table as the open transaction
+ * will commit it. When a transaction rolls back, the owner calls `forget()` so that the cache
+ * never answers with a name the table lost.
+ */
+import { assert } from '../../errors.js';
+import { normaliseStreamHash } from './scavenge-state-values.js';
+
+/** The table behind the cache. `hash` is the unsigned 64-bit stream hash. */
+export interface HashUsersTable {
+  read(hash: bigint): string | undefined;
+  insert(hash: bigint, stream: string): void;
+}
+
+export interface HashUsersCacheStats {
+  hits: number;
+  misses: number;
+  collisions: number;
+}
+
+export class HashUsersCache {
+  /** Map iteration order is insertion order: re-inserting on a hit makes the first key the LRU. */
+  private readonly entries = new Map<bigint, string>();
+  private readonly counters: HashUsersCacheStats = { hits: 0, misses: 0, collisions: 0 };
+
+  constructor(
+    private readonly capacity: number,
+    private readonly table: HashUsersTable,
+  ) {
+    assert(Number.isSafeInteger(capacity) && capacity >= 1, 'hash users cache capacity >= 1');
+  }
+
+  /**
+   * Records `stream` as the user of `hash` if the hash is new. Returns true when a different
+   * name already uses the hash (a collision); the recorded name is never replaced.
+   */
+  check(hash: bigint, stream: string): boolean {
+    assert(stream.length > 0, 'stream name is not empty');
+    const key = normaliseStreamHash(hash);
+    let user = this.entries.get(key);
+    if (user !== undefined) {
+      this.counters.hits++;
+      this.entries.delete(key);
+    } else {
+      this.counters.misses++;
+      user = this.table.read(key);
+      if (user === undefined) {
+        this.table.insert(key, stream);
+        user = stream;
+      }
+      if (this.entries.size >= this.capacity) this.checkEvict();
+    }
+    this.entries.set(key, user);
+    assert(this.entries.size <= this.capacity, 'hash users cache stays within its capacity');
+    if (user === stream) return false;
+    this.counters.collisions++;
+    return true;
+  }
+
+  private checkEvict(): void {
+    const oldest = this.entries.keys().next();
+    if (oldest.done !== true) this.entries.delete(oldest.value);
+  }
+
+  stats(): HashUsersCacheStats {
+    return { ...this.counters };
+  }
+
+  /** Drops every cached entry (after a rollback); the counters are kept. */
+  forget(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

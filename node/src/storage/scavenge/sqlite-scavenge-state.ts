@@ -1,0 +1,466 @@
+/**
+ * The scavenge state on disk: one SQLite database, `<indexPath>/scavenging/scavenging.db`, run
+ * through WebAssembly (node-sqlite3-wasm, no native addon). Tables follow KurrentDB's scavenge
+ * database: SchemaVersion, HashUsers, OriginalStreamDatas (index on status, key), MetastreamDatas,
+ * ChunkTimeStampRanges, ChunkWeights, and Checkpoints (a key-value table holding the checkpoint
+ * JSON, the last completed scavenge point number and the last accumulated chunk).
+ *
+ * Durability: the WASM file system has no shared memory, so there is no WAL. The database uses
+ * the rollback journal with `synchronous=FULL`: a COMMIT returns after the journal and the
+ * database are fsynced, and a crash at any moment leaves the last committed state (SQLite rolls
+ * a hot journal back on the next open). The connection holds the file lock for its lifetime
+ * (`locking_mode=EXCLUSIVE`, see `openSqliteScavengeStateConfigure`), which keeps the journal
+ * file between transactions; `close()` removes it, so an idle `scavenging/` directory holds only
+ * `scavenging.db`.
+ *
+ * The library's lock is a directory, `scavenging.db.lock`, which a killed process leaves behind.
+ * Opening removes it: the scavenge state belongs to this node process alone (the data directory
+ * lock guarantees a single node per index), and a lock left by a dead process guards nothing.
+ *
+ * Deleting `scavenging.db` (while no scavenge runs) is safe: the next scavenge finds no
+ * checkpoint and no accumulated chunks, so it starts from scratch and re-accumulates the log
+ * from chunk 0. Deleting it is also the remedy when the file is reported corrupt.
+ */
+import { existsSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pkg from 'node-sqlite3-wasm';
+import type { Logger } from 'pino';
+import { EventDbError, assert } from '../../errors.js';
+import { HashUsersCache } from './hash-users-cache.js';
+import type { HashUsersCacheStats } from './hash-users-cache.js';
+import {
+  assertChunkNumber,
+  assertLimit,
+  assertMeta,
+  assertOriginal,
+  assertTimeRange,
+  assertWeight,
+  decodeCheckpoint,
+  encodeCheckpoint,
+} from './scavenge-state-values.js';
+import type {
+  MetastreamData,
+  OriginalStreamData,
+  OriginalStreamStatus,
+  ScavengeCheckpoint,
+  ScavengeState,
+} from './scavenge-types.js';
+import {
+  SCAVENGE_STATE_SCHEMA_SQL,
+  SCAVENGE_STATE_SCHEMA_VERSION,
+  SCAVENGE_STATE_STATEMENTS_SQL,
+} from './sqlite-scavenge-state-sql.js';
+import type { StatementName } from './sqlite-scavenge-state-sql.js';
+
+const { Database } = pkg;
+type Database = InstanceType<typeof pkg.Database>;
+type Statement = ReturnType<Database['prepare']>;
+type Row = Record<string, unknown>;
+
+export const SCAVENGE_STATE_DIRECTORY = 'scavenging';
+export const SCAVENGE_STATE_FILE = 'scavenging.db';
+/** Defaults of the scavenge backend options (the config schema is where users set them). */
+export const SCAVENGE_BACKEND_PAGE_SIZE_BYTES_DEFAULT = 16 * 1024;
+export const SCAVENGE_BACKEND_CACHE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024;
+/** Rows fetched per query by the iterables (`allOriginalsWithDiscards`, `allMetas`). */
+const ITERATION_PAGE_ROW_COUNT = 1024;
+
+export interface SqliteScavengeStateOptions {
+  /** The index directory; the database is `<indexPath>/scavenging/scavenging.db`. */
+  readonly indexPath: string;
+  /**
+   * SQLite page size in bytes (a power of two, 512..65536; default 16 KiB). Applied only when
+   * the database is created: an existing database keeps its own page size (with a warning).
+   */
+  readonly pageSizeBytes?: number;
+  /** Page cache size in bytes (default 64 MiB), rounded down to KiB. */
+  readonly cacheSizeBytes?: number;
+  /** Capacity of the hash-users LRU cache, in hashes (default 100 000). */
+  readonly hashUsersCacheCapacity?: number;
+  readonly log: Logger;
+}
+
+/**
+ * Opens (creating if needed) the scavenge state database. Throws an `EventDbError` naming the
+ * file when it cannot be opened or is not a scavenge database of this version.
+ */
+export function openSqliteScavengeState(options: SqliteScavengeStateOptions): ScavengeState {
+  const pageSizeBytes = options.pageSizeBytes ?? SCAVENGE_BACKEND_PAGE_SIZE_BYTES_DEFAULT;
+  const cacheSizeBytes = options.cacheSizeBytes ?? SCAVENGE_BACKEND_CACHE_SIZE_BYTES_DEFAULT;
+  const capacity = options.hashUsersCacheCapacity ?? 100_000;
+  openSqliteScavengeStateCheckOptions(pageSizeBytes, cacheSizeBytes, capacity);
+  const directory = join(options.indexPath, SCAVENGE_STATE_DIRECTORY);
+  const path = join(directory, SCAVENGE_STATE_FILE);
+  mkdirSync(directory, { recursive: true });
+  openSqliteScavengeStateRemoveStaleLock(path, options.log);
+  let db: Database | undefined;
+  try {
+    db = new Database(path);
+    const created = openSqliteScavengeStateConfigure(db, pageSizeBytes, cacheSizeBytes);
+    openSqliteScavengeStateSchema(db, created);
+    const actualPageSizeBytes = Number(db.get('PRAGMA page_size')?.['page_size']);
+    if (actualPageSizeBytes !== pageSizeBytes) {
+      options.log.warn(
+        { path, pageSizeBytes: actualPageSizeBytes, configuredPageSizeBytes: pageSizeBytes },
+        'scavenge state database keeps the page size it was created with',
+      );
+    }
+    const state = new SqliteScavengeState({ db, path, capacity, log: options.log });
+    options.log.info({ path, created, pageSizeBytes: actualPageSizeBytes, cacheSizeBytes }, 'scavenge state opened');
+    return state;
+  } catch (err: unknown) {
+    if (db?.isOpen === true) db.close();
+    if (err instanceof EventDbError) throw err;
+    throw new EventDbError('EDB_INDEX_CORRUPT', `cannot open scavenge state database ${path}: ${String(err)}`, {
+      cause: err,
+      details: { path, remedy: 'stop scavenging and delete the file; the next scavenge starts from scratch' },
+    });
+  }
+}
+
+function openSqliteScavengeStateCheckOptions(pageSizeBytes: number, cacheSizeBytes: number, capacity: number): void {
+  const pageSizeValid =
+    Number.isSafeInteger(pageSizeBytes) &&
+    pageSizeBytes >= 512 &&
+    pageSizeBytes <= 65536 &&
+    (pageSizeBytes & (pageSizeBytes - 1)) === 0;
+  if (!pageSizeValid) {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend page size must be a power of two from 512 B to 64 KiB', {
+      httpStatus: 400,
+      details: { pageSizeBytes },
+    });
+  }
+  if (!Number.isSafeInteger(cacheSizeBytes) || cacheSizeBytes < 0) {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend cache size must be a byte count', {
+      httpStatus: 400,
+      details: { cacheSizeBytes },
+    });
+  }
+  if (!Number.isSafeInteger(capacity) || capacity < 1) {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge hash users cache capacity must be at least 1', {
+      httpStatus: 400,
+      details: { hashUsersCacheCapacity: capacity },
+    });
+  }
+}
+
+/** node-sqlite3-wasm locks with a directory `<db>.lock`; a killed process leaves it behind. */
+function openSqliteScavengeStateRemoveStaleLock(path: string, log: Logger): void {
+  const lockPath = `${path}.lock`;
+  if (!existsSync(lockPath)) return;
+  log.warn({ path: lockPath }, 'removing scavenge state lock left by a previous process');
+  rmdirSync(lockPath);
+}
+
+/**
+ * Sets the pragmas; returns true when the database is new (no tables yet), in which case the page
+ * size is applied first. The first query also rolls back a hot journal left by a crash.
+ */
+function openSqliteScavengeStateConfigure(db: Database, pageSizeBytes: number, cacheSizeBytes: number): boolean {
+  // Exclusive locking keeps the lock (a directory create and remove per transaction in this VFS)
+  // and the page cache across transactions; the journal file then stays until close().
+  db.exec('PRAGMA locking_mode = EXCLUSIVE');
+  const tableCount = Number(db.get('SELECT count(*) AS n FROM sqlite_master')?.['n']);
+  assert(Number.isSafeInteger(tableCount) && tableCount >= 0, 'sqlite_master row count');
+  const created = tableCount === 0;
+  if (created) db.exec(`PRAGMA page_size = ${pageSizeBytes}`);
+  const journalMode = db.get('PRAGMA journal_mode = DELETE')?.['journal_mode'];
+  assert(journalMode === 'delete', 'scavenge state uses the rollback journal');
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec(`PRAGMA cache_size = -${Math.floor(cacheSizeBytes / 1024)}`);
+  db.exec('PRAGMA foreign_keys = OFF');
+  return created;
+}
+
+function openSqliteScavengeStateSchema(db: Database, created: boolean): void {
+  if (created) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(SCAVENGE_STATE_SCHEMA_SQL);
+      db.run('INSERT INTO SchemaVersion (version) VALUES (?)', SCAVENGE_STATE_SCHEMA_VERSION);
+      db.exec('COMMIT');
+    } catch (err: unknown) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+  const versions = db.all('SELECT version FROM SchemaVersion').map((row) => Number(row['version']));
+  if (versions.length !== 1 || versions[0] !== SCAVENGE_STATE_SCHEMA_VERSION) {
+    throw new Error(`unsupported scavenge state schema version ${JSON.stringify(versions)}`);
+  }
+}
+
+const STATUS_CODES: Record<OriginalStreamStatus, number> = { Active: 1, Spent: 2, Archived: 3 };
+const STATUS_BY_CODE = new Map<number, OriginalStreamStatus>(
+  Object.entries(STATUS_CODES).map(([status, code]) => [code, status as OriginalStreamStatus]),
+);
+
+class SqliteScavengeState implements ScavengeState {
+  private readonly db: Database;
+  private readonly path: string;
+  private readonly log: Logger;
+  private readonly statements: Record<StatementName, Statement>;
+  private readonly hashUsersCache: HashUsersCache;
+  /** 0 outside a transaction, 1 in the outermost one, n in a savepoint nested n-1 deep. */
+  private transactionDepth = 0;
+
+  constructor(args: { db: Database; path: string; capacity: number; log: Logger }) {
+    this.db = args.db;
+    this.path = args.path;
+    this.log = args.log;
+    const entries = Object.entries(SCAVENGE_STATE_STATEMENTS_SQL).map(([name, sql]) => [name, this.db.prepare(sql)]);
+    this.statements = Object.fromEntries(entries) as Record<StatementName, Statement>;
+    this.hashUsersCache = new HashUsersCache(args.capacity, {
+      read: (hash) => {
+        const row = this.statements.hashUserGet.get([BigInt.asIntN(64, hash)]);
+        return row === null ? undefined : String(row['value']);
+      },
+      insert: (hash, stream) => {
+        this.statements.hashUserInsert.run([BigInt.asIntN(64, hash), stream]);
+      },
+    });
+  }
+
+  getCheckpoint(): ScavengeCheckpoint | undefined {
+    const json = this.keyValueGet('checkpoint');
+    if (json === undefined) return undefined;
+    const checkpoint = decodeCheckpoint(json);
+    if ('error' in checkpoint) {
+      throw new EventDbError('EDB_INDEX_CORRUPT', `scavenge checkpoint in ${this.path} is corrupt: ${checkpoint.error}`, {
+        details: { path: this.path },
+      });
+    }
+    return checkpoint;
+  }
+
+  setCheckpoint(checkpoint: ScavengeCheckpoint): void {
+    const json = encodeCheckpoint(checkpoint);
+    this.transaction(() => {
+      this.keyValueSet('checkpoint', json);
+      if (checkpoint.stage === 'Done') {
+        this.keyValueSet('lastCompletedScavengePointNumber', String(checkpoint.scavengePoint.number));
+      }
+    });
+  }
+
+  lastCompletedScavengePointNumber(): number {
+    return this.keyValueGetNumber('lastCompletedScavengePointNumber');
+  }
+
+  lastAccumulatedChunk(): number {
+    return this.keyValueGetNumber('lastAccumulatedChunk');
+  }
+
+  setLastAccumulatedChunk(chunkNumber: number): void {
+    assert(Number.isSafeInteger(chunkNumber) && chunkNumber >= -1, 'chunk number >= -1');
+    this.keyValueSet('lastAccumulatedChunk', String(chunkNumber));
+  }
+
+  private keyValueGet(key: string): string | undefined {
+    const row = this.statements.keyValueGet.get([key]);
+    return row === null ? undefined : String(row['value']);
+  }
+
+  private keyValueGetNumber(key: string): number {
+    const text = this.keyValueGet(key);
+    if (text === undefined) return -1;
+    const value = Number(text);
+    assert(Number.isSafeInteger(value) && value >= -1, `stored ${key} is an integer`);
+    return value;
+  }
+
+  private keyValueSet(key: string, value: string): void {
+    this.statements.keyValueSet.run([key, value]);
+  }
+
+  getOriginal(stream: string): OriginalStreamData | undefined {
+    const row = this.statements.originalGet.get([stream]);
+    return row === null ? undefined : decodeOriginal(row);
+  }
+
+  setOriginal(data: OriginalStreamData): void {
+    assertOriginal(data);
+    this.statements.originalSet.run([
+      data.stream,
+      data.isTombstoned ? 1 : 0,
+      data.maxAgeSeconds,
+      data.maxCount,
+      data.truncateBefore,
+      data.discardPoint,
+      data.maybeDiscardPoint,
+      data.lastEventNumber,
+      STATUS_CODES[data.status],
+    ]);
+  }
+
+  activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[] {
+    assertLimit(limit);
+    const rows =
+      afterStream === null
+        ? this.statements.activeOriginalsFirst.all([STATUS_CODES.Active, limit])
+        : this.statements.activeOriginalsAfter.all([STATUS_CODES.Active, afterStream, limit]);
+    return rows.map((row) => decodeOriginal(row));
+  }
+
+  allOriginalsWithDiscards(): Iterable<OriginalStreamData> {
+    return this.pagedRows('originalsWithDiscardsPage', decodeOriginal);
+  }
+
+  getMeta(metastream: string): MetastreamData | undefined {
+    const row = this.statements.metaGet.get([metastream]);
+    return row === null ? undefined : decodeMeta(row);
+  }
+
+  setMeta(data: MetastreamData): void {
+    assertMeta(data);
+    this.statements.metaSet.run([data.metastream, data.isTombstoned ? 1 : 0, data.discardPoint, data.lastRecordChunk]);
+  }
+
+  allMetas(): Iterable<MetastreamData> {
+    return this.pagedRows('metasPage', decodeMeta);
+  }
+
+  /**
+   * Keyset pagination: each page is a separate query after the last key seen, so no statement
+   * stays open across a `yield` and the caller may write while iterating.
+   */
+  private *pagedRows<T>(name: 'originalsWithDiscardsPage' | 'metasPage', decode: (row: Row) => T): Iterable<T> {
+    let afterKey = '';
+    for (;;) {
+      const rows = this.statements[name].all([afterKey, ITERATION_PAGE_ROW_COUNT]);
+      for (const row of rows) yield decode(row);
+      const last = rows[rows.length - 1];
+      if (rows.length < ITERATION_PAGE_ROW_COUNT || last === undefined) return;
+      afterKey = String(last['key']);
+    }
+  }
+
+  addChunkWeight(logicalChunkNumber: number, weight: number): void {
+    assertChunkNumber(logicalChunkNumber);
+    assertWeight(weight);
+    this.statements.weightAdd.run([logicalChunkNumber, weight]);
+  }
+
+  getChunkWeight(logicalChunkNumber: number): number {
+    assertChunkNumber(logicalChunkNumber);
+    const row = this.statements.weightGet.get([logicalChunkNumber]);
+    return row === null ? 0 : Number(row['value']);
+  }
+
+  resetChunkWeight(logicalChunkNumber: number): void {
+    assertChunkNumber(logicalChunkNumber);
+    this.statements.weightDelete.run([logicalChunkNumber]);
+  }
+
+  setChunkTimeRange(logicalChunkNumber: number, minMs: number, maxMs: number): void {
+    assertChunkNumber(logicalChunkNumber);
+    assertTimeRange(minMs, maxMs);
+    this.statements.timeRangeSet.run([logicalChunkNumber, minMs, maxMs]);
+  }
+
+  getChunkTimeRange(logicalChunkNumber: number): { minMs: number; maxMs: number } | undefined {
+    assertChunkNumber(logicalChunkNumber);
+    const row = this.statements.timeRangeGet.get([logicalChunkNumber]);
+    return row === null ? undefined : { minMs: Number(row['min']), maxMs: Number(row['max']) };
+  }
+
+  checkHashUser(hash: bigint, stream: string): boolean {
+    return this.hashUsersCache.check(hash, stream);
+  }
+
+  hashUsersCacheStats(): HashUsersCacheStats {
+    return this.hashUsersCache.stats();
+  }
+
+  transaction<T>(fn: () => T): T {
+    assert(this.db.isOpen, 'scavenge state is open');
+    if (this.transactionDepth > 0) return this.transactionNested(fn);
+    this.statements.begin.run();
+    this.transactionDepth = 1;
+    try {
+      const result = fn();
+      assert(!isThenable(result), 'transaction callback is synchronous');
+      this.statements.commit.run();
+      return result;
+    } catch (err: unknown) {
+      if (this.db.inTransaction) this.statements.rollback.run();
+      this.hashUsersCache.forget();
+      throw err;
+    } finally {
+      this.transactionDepth = 0;
+    }
+  }
+
+  /** A savepoint: a throw undoes the inner writes only; they commit with the outer transaction. */
+  private transactionNested<T>(fn: () => T): T {
+    const savepoint = `nested${this.transactionDepth}`;
+    this.db.exec(`SAVEPOINT ${savepoint}`);
+    this.transactionDepth++;
+    try {
+      const result = fn();
+      assert(!isThenable(result), 'transaction callback is synchronous');
+      this.db.exec(`RELEASE ${savepoint}`);
+      return result;
+    } catch (err: unknown) {
+      this.db.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);
+      this.hashUsersCache.forget();
+      throw err;
+    } finally {
+      this.transactionDepth--;
+    }
+  }
+
+  clean(): void {
+    this.transaction(() => {
+      const metas = this.statements.metasDeleteAll.run().changes;
+      const originals = this.statements.originalsDeleteWithStatus.run([STATUS_CODES.Spent]).changes;
+      this.log.info({ metastreamsDeleted: metas, spentOriginalsDeleted: originals }, 'scavenge state cleaned');
+    });
+  }
+
+  close(): void {
+    if (!this.db.isOpen) return;
+    assert(this.transactionDepth === 0, 'scavenge state is not closed inside a transaction');
+    for (const statement of Object.values(this.statements)) statement.finalize();
+    this.db.close();
+    // The last transaction committed (its journal header is zeroed), so the journal is not hot.
+    rmSync(`${this.path}-journal`, { force: true });
+  }
+}
+
+function decodeOriginal(row: Row): OriginalStreamData {
+  const status = STATUS_BY_CODE.get(Number(row['status']));
+  assert(status !== undefined, 'stored original stream status is known');
+  const data: OriginalStreamData = {
+    stream: String(row['key']),
+    isTombstoned: Number(row['isTombstoned']) === 1,
+    maxAgeSeconds: numberOrNull(row['maxAge']),
+    maxCount: numberOrNull(row['maxCount']),
+    truncateBefore: numberOrNull(row['truncateBefore']),
+    discardPoint: Number(row['discardPoint']),
+    maybeDiscardPoint: Number(row['maybeDiscardPoint']),
+    lastEventNumber: Number(row['lastEventNumber']),
+    status,
+  };
+  assertOriginal(data);
+  return data;
+}
+
+function decodeMeta(row: Row): MetastreamData {
+  const data: MetastreamData = {
+    metastream: String(row['key']),
+    isTombstoned: Number(row['isTombstoned']) === 1,
+    discardPoint: Number(row['discardPoint']),
+    lastRecordChunk: numberOrNull(row['lastRecordChunk']),
+  };
+  assertMeta(data);
+  return data;
+}
+
+function numberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+function isThenable(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
