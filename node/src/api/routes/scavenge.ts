@@ -1,0 +1,279 @@
+/**
+ * The scavenge admin endpoints of EventStoreDB's AdminController:
+ *
+ * - `POST /admin/scavenge?threads=&threshold=&throttlePercent=&syncOnly=&startFromChunk=`
+ *   starts a run and answers its id; 400 with a plain-text reason when a parameter is invalid
+ *   or a run is already going;
+ * - `GET /admin/scavenge/current`: the running scavenge, or empty strings when none;
+ * - `GET /admin/scavenge/last`: the last run of this process and its result (`Unknown` after a
+ *   restart);
+ * - `DELETE /admin/scavenge/{scavengeId|current}`: stops the run, answers once it has stopped;
+ *   404 `Scavenge Id does not exist` otherwise.
+ *
+ * All need `$admins` or `$ops` (401 with an empty body otherwise). Responses are negotiated
+ * over EventStoreDB's admin codecs, text/plain first: no Accept header gives the DTO's text form
+ * (`ScavengeId: <id>`), JSON is indented with camelCase keys, XML uses the DTO names. Request
+ * bodies are ignored, whatever their type, as the original declares no request codec.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+
+import type { Authorizer } from '../auth-types.js';
+import {
+  CURRENT_SCAVENGE,
+  type ScavengeService,
+} from '../scavenge/scavenge-service.js';
+import { parseScavengeParams, ScavengeStartQuerySchema } from '../scavenge/scavenge-params.js';
+import { authorizeRequest } from '../security/http-auth.js';
+import { MediaType, negotiate, type MediaTypeValue } from '../streams/media-types.js';
+import { sendStatus } from '../streams/stream-http.js';
+import { registerZodScope, type ZodScope, type HostApp } from './zod-route-scope.js';
+
+export interface ScavengeRoutesDeps {
+  readonly security: Authorizer;
+  readonly scavenges: ScavengeService;
+}
+
+/** EventStoreDB's admin codecs, in order: the first is the default. */
+const ADMIN_CODECS: readonly MediaTypeValue[] = [
+  MediaType.PlainText,
+  MediaType.Json,
+  MediaType.Xml,
+  MediaType.ApplicationXml,
+];
+const EMPTY_GUID = '00000000-0000-0000-0000-000000000000';
+const NOT_FOUND_MESSAGE = 'Scavenge Id does not exist';
+const ALREADY_RUNNING_MESSAGE = 'Scavenge is already running';
+const UNSUPPORTED_MESSAGE = 'Scavenging is not supported by this node';
+
+export const ScavengeStartedSchema = z.object({ scavengeId: z.string() });
+export const ScavengeCurrentSchema = z.object({
+  scavengeId: z.string().describe('Empty when no scavenge is running'),
+  scavengeLink: z.string().describe('/admin/scavenge/{scavengeId}, or empty'),
+});
+export const ScavengeLastSchema = z.object({
+  scavengeId: z.string().describe('The all-zero UUID when no scavenge ran since the node started'),
+  scavengeLink: z.string(),
+  scavengeResult: z.enum(['Unknown', 'InProgress', 'Success', 'Stopped', 'Errored']),
+});
+const FormatQuerySchema = z.object({
+  format: z.string().optional().describe('json, xml or text; overrides the Accept header'),
+});
+const StopParamsSchema = z.object({
+  scavengeId: z.string().describe(`A scavenge id, or \`${CURRENT_SCAVENGE}\``),
+});
+const TEXT_ERROR = z.string().describe('text/plain reason');
+
+/** A response DTO in EventStoreDB's three renderings. */
+interface AdminDto {
+  /** XML root element name. */
+  readonly name: string;
+  readonly json: unknown;
+  readonly text: string;
+  /** XML child elements, in order. */
+  readonly fields: ReadonlyArray<readonly [string, string]>;
+}
+
+export function registerScavengeRoutes(app: HostApp, deps: ScavengeRoutesDeps): void {
+  registerZodScope(app, (scope) => {
+    // The original declares no request codec: a body, of any type, is read and ignored.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null));
+    registerStart(scope, deps);
+    registerReads(scope, deps);
+    registerStop(scope, deps);
+    registerMethodNotAllowed(scope);
+  });
+}
+
+function registerStart(scope: ZodScope, deps: ScavengeRoutesDeps): void {
+  scope.post(
+    '/admin/scavenge',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Start a scavenge (or resume a stopped one)',
+        querystring: ScavengeStartQuerySchema,
+        response: { 200: ScavengeStartedSchema, 400: TEXT_ERROR },
+      },
+    },
+    async (req, reply) => {
+      const mediaType = await admit(req, reply, deps, req.query.format);
+      if (mediaType === undefined) return reply;
+      const parsed = parseScavengeParams(req.query);
+      if (parsed.kind === 'invalid') return sendStatus(reply, 400, 'Bad Request', parsed.message);
+      if (parsed.startFromChunkGiven) {
+        req.log.warn('startFromChunk is deprecated and ignored');
+      }
+      if (parsed.threadsRequested !== undefined) {
+        req.log.warn(
+          { threadsRequested: parsed.threadsRequested, threads: parsed.params.threads },
+          'too many scavenging threads requested; capping',
+        );
+      }
+      const started = deps.scavenges.start(parsed.params);
+      switch (started.kind) {
+        case 'already-running':
+          return sendStatus(reply, 400, 'Bad Request', ALREADY_RUNNING_MESSAGE);
+        case 'unsupported':
+          return sendStatus(reply, 400, 'Bad Request', UNSUPPORTED_MESSAGE);
+        case 'started':
+          return sendDto(reply, mediaType, {
+            name: 'ScavengeResultDto',
+            json: { scavengeId: started.scavengeId },
+            text: `ScavengeId: ${started.scavengeId}`,
+            fields: [['ScavengeId', started.scavengeId]],
+          });
+      }
+    },
+  );
+}
+
+function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
+  scope.get(
+    '/admin/scavenge/current',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'The running scavenge, if any',
+        querystring: FormatQuerySchema,
+        response: { 200: ScavengeCurrentSchema },
+      },
+    },
+    async (req, reply) => {
+      const mediaType = await admit(req, reply, deps, req.query.format);
+      if (mediaType === undefined) return reply;
+      const scavengeId = deps.scavenges.currentScavengeId() ?? '';
+      const scavengeLink = scavengeId === '' ? '' : scavengeLinkOf(scavengeId);
+      return sendDto(reply, mediaType, {
+        name: 'ScavengeGetCurrentResultDto',
+        json: { scavengeId, scavengeLink },
+        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}`,
+        fields: [
+          ['ScavengeId', scavengeId],
+          ['ScavengeLink', scavengeLink],
+        ],
+      });
+    },
+  );
+  scope.get(
+    '/admin/scavenge/last',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'The last scavenge started since the node started, and its result',
+        querystring: FormatQuerySchema,
+        response: { 200: ScavengeLastSchema },
+      },
+    },
+    async (req, reply) => {
+      const mediaType = await admit(req, reply, deps, req.query.format);
+      if (mediaType === undefined) return reply;
+      const last = deps.scavenges.last();
+      const scavengeId = last.scavengeId ?? EMPTY_GUID;
+      const scavengeLink = last.scavengeId === undefined ? '' : scavengeLinkOf(last.scavengeId);
+      const scavengeResult = last.result;
+      return sendDto(reply, mediaType, {
+        name: 'ScavengeGetLastResultDto',
+        json: { scavengeId, scavengeLink, scavengeResult },
+        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ScavengeResult: ${scavengeResult}`,
+        fields: [
+          ['ScavengeId', scavengeId],
+          ['ScavengeLink', scavengeLink],
+          ['ScavengeResult', scavengeResult],
+        ],
+      });
+    },
+  );
+}
+
+function registerStop(scope: ZodScope, deps: ScavengeRoutesDeps): void {
+  scope.delete(
+    '/admin/scavenge/:scavengeId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'Stop the running scavenge; answers once it has stopped',
+        params: StopParamsSchema,
+        querystring: FormatQuerySchema,
+        response: { 200: z.string().describe('The stopped scavenge id'), 404: TEXT_ERROR },
+      },
+    },
+    async (req, reply) => {
+      const mediaType = await admit(req, reply, deps, req.query.format);
+      if (mediaType === undefined) return reply;
+      const stopped = await deps.scavenges.stop(req.params.scavengeId);
+      if (stopped.kind === 'not-found') {
+        return sendStatus(reply, 404, 'Not Found', NOT_FOUND_MESSAGE);
+      }
+      return sendDto(reply, mediaType, {
+        name: 'string',
+        json: stopped.scavengeId,
+        text: stopped.scavengeId,
+        fields: [],
+      });
+    },
+  );
+}
+
+/** Other methods on the scavenge paths: 405, as EventStoreDB's router answers. */
+function registerMethodNotAllowed(scope: ZodScope): void {
+  const notAllowed = async (_req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> =>
+    sendStatus(reply, 405, 'Method Not Allowed');
+  scope.route({
+    method: ['GET', 'PUT', 'DELETE', 'PATCH'],
+    url: '/admin/scavenge',
+    schema: { hide: true },
+    handler: notAllowed,
+  });
+  scope.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH'],
+    url: '/admin/scavenge/:scavengeId',
+    schema: { hide: true },
+    handler: notAllowed,
+  });
+}
+
+/**
+ * Negotiates the response type (406 when none fits), then requires `$admins` or `$ops` (401).
+ * Undefined when a reply has been sent.
+ */
+async function admit(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  deps: ScavengeRoutesDeps,
+  format: string | undefined,
+): Promise<MediaTypeValue | undefined> {
+  const negotiated = negotiate(req.headers.accept, format, ADMIN_CODECS);
+  if (negotiated === undefined) {
+    const reason = 'Requested URI is not available in requested format';
+    sendStatus(reply, 406, reason, reason);
+    return undefined;
+  }
+  const decision = await authorizeRequest(deps.security, req, reply, 'ops-or-admins');
+  return decision.allowed ? negotiated.mediaType : undefined;
+}
+
+function scavengeLinkOf(scavengeId: string): string {
+  return `/admin/scavenge/${scavengeId}`;
+}
+
+function sendDto(reply: FastifyReply, mediaType: MediaTypeValue, dto: AdminDto): FastifyReply {
+  reply.header('vary', 'Accept');
+  return sendStatus(reply, 200, 'OK', renderDto(mediaType, dto), mediaType);
+}
+
+function renderDto(mediaType: MediaTypeValue, dto: AdminDto): string {
+  if (mediaType === MediaType.PlainText) return dto.text;
+  if (mediaType === MediaType.Json) return JSON.stringify(dto.json, null, 2);
+  const declaration = '<?xml version="1.0" encoding="utf-8"?>';
+  if (dto.fields.length === 0) {
+    return `${declaration}<${dto.name}>${escapeXml(dto.text)}</${dto.name}>`;
+  }
+  const children = dto.fields.map(([name, value]) => `<${name}>${escapeXml(value)}</${name}>`);
+  return `${declaration}<${dto.name}>${children.join('')}</${dto.name}>`;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+}

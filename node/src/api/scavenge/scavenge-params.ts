@@ -1,0 +1,117 @@
+/**
+ * The query parameters of `POST /admin/scavenge`, parsed as EventStoreDB's AdminController
+ * parses them: in the order startFromChunk, threads, threshold, throttlePercent, syncOnly; the
+ * first bad value answers 400 with that parameter's message. Integers follow .NET `int.TryParse`
+ * (optional sign, surrounding blanks, 32-bit range) and booleans `bool.TryParse` (true/false in
+ * any case).
+ *
+ * `threads` above 4 is capped to 4 with a warning, as EventStoreDB's scavenger does, rather
+ * than refused. `startFromChunk` is deprecated: checked for syntax, then ignored.
+ */
+import { z } from 'zod';
+
+import type { ScavengeParams } from '../../storage/event-db-types.js';
+
+/** Chunks executed in parallel at most (EventStoreDB `TFChunkScavenger.MaxThreadCount`). */
+export const SCAVENGE_THREADS_MAX = 4;
+const INT32_MIN = -2_147_483_648;
+const INT32_MAX = 2_147_483_647;
+
+export const ScavengeParamMessage = {
+  startFromChunk: 'startFromChunk must be a positive integer',
+  threads: 'threads must be a 1 or above',
+  threshold: 'threshold must be an integer',
+  throttlePercent: 'throttlePercent must be between 1 and 100 inclusive',
+  throttlePercentThreads: 'throttlePercent must be 100 for a multi-threaded scavenge',
+  syncOnly: 'syncOnly must be a boolean',
+} as const;
+
+/** A query value as fastify's parser yields it: repeated keys become arrays. */
+const QueryValueSchema = z.union([z.string(), z.array(z.string())]).optional();
+
+/**
+ * Documents the parameters in /openapi.json. Values stay strings here so that every bad value
+ * reaches `parseScavengeParams` and gets EventStoreDB's message rather than a generic one.
+ */
+export const ScavengeStartQuerySchema = z.object({
+  threads: QueryValueSchema.describe(
+    'Integer, default 1: chunks scavenged in parallel. Below 1 is refused; above 4 is capped to 4.',
+  ),
+  threshold: QueryValueSchema.describe(
+    'Integer, default 0: -1 scavenges every chunk, 0 every chunk with something to remove, ' +
+      'above 0 only chunks whose weight exceeds it.',
+  ),
+  throttlePercent: QueryValueSchema.describe(
+    'Integer 1 to 100, default 100 (full speed); must be 100 when threads is above 1.',
+  ),
+  syncOnly: QueryValueSchema.describe(
+    'Boolean, default false: when true, write no new scavenge point; run only if one exists ' +
+      'that this node has not reached.',
+  ),
+  startFromChunk: QueryValueSchema.describe(
+    'Deprecated and ignored (a non-negative integer is still required if given).',
+  ),
+  format: z
+    .enum(['json', 'xml', 'text'])
+    .optional()
+    .describe('Response format; overrides the Accept header. Default text/plain.'),
+});
+
+export type ScavengeStartQuery = z.infer<typeof ScavengeStartQuerySchema>;
+
+export type ParsedScavengeParams =
+  | {
+      readonly kind: 'ok';
+      readonly params: ScavengeParams;
+      /** The threads value as requested, when it was above the maximum and got capped. */
+      readonly threadsRequested: number | undefined;
+      readonly startFromChunkGiven: boolean;
+    }
+  | { readonly kind: 'invalid'; readonly message: string };
+
+export function parseScavengeParams(query: ScavengeStartQuery): ParsedScavengeParams {
+  const invalid = (message: string): ParsedScavengeParams => ({ kind: 'invalid', message });
+  const startFromChunk = parseInt32(query.startFromChunk);
+  if (startFromChunk === null || (startFromChunk ?? 0) < 0) {
+    return invalid(ScavengeParamMessage.startFromChunk);
+  }
+  const threads = parseInt32(query.threads) ?? 1;
+  if (threads === null || threads < 1) return invalid(ScavengeParamMessage.threads);
+  const threshold = parseInt32(query.threshold) ?? 0;
+  if (threshold === null) return invalid(ScavengeParamMessage.threshold);
+  const throttlePercent = parseInt32(query.throttlePercent) ?? 100;
+  if (throttlePercent === null || throttlePercent < 1 || throttlePercent > 100) {
+    return invalid(ScavengeParamMessage.throttlePercent);
+  }
+  if (throttlePercent !== 100 && threads > 1) {
+    return invalid(ScavengeParamMessage.throttlePercentThreads);
+  }
+  const syncOnly = parseBoolean(query.syncOnly) ?? false;
+  if (syncOnly === null) return invalid(ScavengeParamMessage.syncOnly);
+  return {
+    kind: 'ok',
+    params: { threads: Math.min(threads, SCAVENGE_THREADS_MAX), threshold, throttlePercent, syncOnly },
+    threadsRequested: threads > SCAVENGE_THREADS_MAX ? threads : undefined,
+    startFromChunkGiven: startFromChunk !== undefined,
+  };
+}
+
+/** undefined when absent, null when present but not a 32-bit integer. */
+function parseInt32(value: string | string[] | undefined): number | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
+  if (!/^[+-]?\d+$/.test(text)) return null;
+  const parsed = Number(text);
+  return parsed >= INT32_MIN && parsed <= INT32_MAX ? parsed : null;
+}
+
+/** undefined when absent, null when present but neither true nor false. */
+function parseBoolean(value: string | string[] | undefined): boolean | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return null;
+  const text = value.trim().toLowerCase();
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  return null;
+}

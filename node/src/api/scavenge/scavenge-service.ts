@@ -1,0 +1,195 @@
+/**
+ * The node's scavenge admin service, after EventStoreDB's StorageScavenger: at most one run at
+ * a time, started, stopped and observed through the admin API; the engine does the work.
+ *
+ * - `start` gives every run a new id (a UUID), asks the engine to start (or resume) and returns
+ *   at once; the run reports progress through its listener (scavenge-run.ts), which writes the
+ *   history streams.
+ * - `stop` asks the current run to stop and resolves once it has stopped and its history is
+ *   written.
+ * - `last` is in memory only: `Unknown` after a restart, as AutoScavenge expects.
+ * - `initialise` runs once at node start: it sets `$scavenges` metadata and marks runs a
+ *   previous process left unfinished as `Interrupted`.
+ */
+import { randomUUID } from 'node:crypto';
+
+import type { Logger } from 'pino';
+
+import { EventDbError } from '../../errors.js';
+import type {
+  EventDb,
+  ScavengeHandle,
+  ScavengeOutcome,
+  ScavengeParams,
+  ScavengeResult,
+} from '../../storage/event-db-types.js';
+import { completeInterruptedScavenges } from './interrupted-scavenges.js';
+import { ScavengeHistory, type EventDbForScavengeHistory } from './scavenge-history.js';
+import { ScavengeRun } from './scavenge-run.js';
+
+export type LastScavengeResult = 'Unknown' | 'InProgress' | 'Success' | 'Stopped' | 'Errored';
+
+export type StartScavengeResult =
+  | { readonly kind: 'started'; readonly scavengeId: string }
+  | { readonly kind: 'already-running' }
+  | { readonly kind: 'unsupported' };
+
+export type StopScavengeResult =
+  | { readonly kind: 'stopped'; readonly scavengeId: string }
+  | { readonly kind: 'not-found' };
+
+export interface LastScavenge {
+  /** Undefined when no scavenge ran since the node started. */
+  readonly scavengeId: string | undefined;
+  readonly result: LastScavengeResult;
+}
+
+/** The engine operations the service needs. */
+export type EventDbForScavenge = EventDbForScavengeHistory & Pick<EventDb, 'startScavenge'>;
+
+export interface ScavengeServiceOptions {
+  readonly db: EventDbForScavenge;
+  readonly log: Logger;
+  /** `--scavenge-history-max-age`, in days. */
+  readonly historyMaxAgeDays: number;
+  /** `host:port` of this node's HTTP endpoint, written into every history event. */
+  readonly nodeEndpoint: () => string;
+  /** Default: a random UUID. */
+  readonly newScavengeId?: () => string;
+}
+
+/** The path segment that names whichever run is current in `DELETE /admin/scavenge/{id}`. */
+export const CURRENT_SCAVENGE = 'current';
+
+interface ActiveRun {
+  readonly run: ScavengeRun;
+  readonly handle: ScavengeHandle;
+  /** Resolves after the run ended, its history is written and `last` is updated. */
+  readonly settled: Promise<void>;
+}
+
+export class ScavengeService {
+  private readonly db: EventDbForScavenge;
+  private readonly log: Logger;
+  private readonly history: ScavengeHistory;
+  private readonly nodeEndpoint: () => string;
+  private readonly newScavengeId: () => string;
+  private readonly startedHere = new Set<string>();
+  private active: ActiveRun | undefined;
+  private lastScavengeId: string | undefined;
+  private lastResult: LastScavengeResult = 'Unknown';
+  private initialised: Promise<void> | undefined;
+
+  constructor(options: ScavengeServiceOptions) {
+    this.db = options.db;
+    this.log = options.log;
+    this.nodeEndpoint = options.nodeEndpoint;
+    this.newScavengeId = options.newScavengeId ?? randomUUID;
+    this.history = new ScavengeHistory({
+      db: options.db,
+      log: options.log,
+      historyMaxAgeDays: options.historyMaxAgeDays,
+    });
+  }
+
+  /** Node start: `$scavenges` metadata, then `Interrupted` for unfinished runs. Never throws. */
+  initialise(): Promise<void> {
+    this.initialised ??= this.initialiseOnce();
+    return this.initialised;
+  }
+
+  private async initialiseOnce(): Promise<void> {
+    try {
+      await this.history.ensureIndexStreamMetadata();
+      await completeInterruptedScavenges({
+        db: this.db,
+        history: this.history,
+        log: this.log,
+        nodeEndpoint: this.nodeEndpoint(),
+        runningIds: this.startedHere,
+      });
+    } catch (err: unknown) {
+      this.log.error({ err }, 'cannot initialise the scavenge history');
+    }
+  }
+
+  /** Starts a run unless one is running. Synchronous, so two requests cannot both start. */
+  start(params: ScavengeParams): StartScavengeResult {
+    if (this.active !== undefined) return { kind: 'already-running' };
+    if (this.db.startScavenge === undefined) return { kind: 'unsupported' };
+    const scavengeId = this.newScavengeId();
+    const run = new ScavengeRun({
+      scavengeId,
+      history: this.history,
+      log: this.log,
+      nodeEndpoint: this.nodeEndpoint(),
+    });
+    let handle: ScavengeHandle;
+    try {
+      handle = this.db.startScavenge(scavengeId, params, run);
+    } catch (err: unknown) {
+      if (err instanceof EventDbError && err.code === 'EDB_SCAVENGE_RUNNING') {
+        return { kind: 'already-running' };
+      }
+      throw err;
+    }
+    this.startedHere.add(scavengeId);
+    this.lastScavengeId = scavengeId;
+    this.lastResult = 'InProgress';
+    const settled = this.settle(run, handle);
+    this.active = { run, handle, settled };
+    this.log.info({ scavengeId, ...params }, 'scavenge requested');
+    return { kind: 'started', scavengeId };
+  }
+
+  /** Stops the current run (`id` is its id or `current`); resolves once it has stopped. */
+  async stop(id: string): Promise<StopScavengeResult> {
+    const active = this.active;
+    if (active === undefined || (id !== CURRENT_SCAVENGE && id !== active.run.scavengeId)) {
+      return { kind: 'not-found' };
+    }
+    const scavengeId = active.run.scavengeId;
+    this.log.info({ scavengeId }, 'stopping scavenge');
+    try {
+      await active.handle.stop();
+    } catch (err: unknown) {
+      this.log.warn({ scavengeId, err }, 'stopping the scavenge failed; waiting for it to end');
+    }
+    await active.settled;
+    return { kind: 'stopped', scavengeId };
+  }
+
+  /** The id of the running scavenge, if any. */
+  currentScavengeId(): string | undefined {
+    return this.active?.run.scavengeId;
+  }
+
+  last(): LastScavenge {
+    return { scavengeId: this.lastScavengeId, result: this.lastResult };
+  }
+
+  /** Node shutdown: stops a running scavenge and waits for its history. */
+  async close(): Promise<void> {
+    if (this.active !== undefined) await this.stop(CURRENT_SCAVENGE);
+    await this.initialised;
+  }
+
+  private async settle(run: ScavengeRun, handle: ScavengeHandle): Promise<void> {
+    const outcome = await handle.done.catch((err: unknown): ScavengeOutcome => {
+      this.log.error({ scavengeId: run.scavengeId, err }, 'scavenge failed');
+      const error = `Error while scavenging DB: ${err instanceof Error ? err.message : String(err)}`;
+      return { result: 'Errored', error, spaceSavedBytes: 0, timeTakenMs: 0 };
+    });
+    await run.finish(outcome);
+    if (this.lastScavengeId === run.scavengeId) this.lastResult = lastResultOf(outcome.result);
+    if (this.active?.run === run) this.active = undefined;
+  }
+}
+
+function lastResultOf(result: ScavengeResult): LastScavengeResult {
+  return result === 'Interrupted' ? 'Errored' : result;
+}
+
+export function createScavengeService(options: ScavengeServiceOptions): ScavengeService {
+  return new ScavengeService(options);
+}
