@@ -1,0 +1,350 @@
+/**
+ * What only the SQLite scavenge state does: persistence across reopen, the page size, the files
+ * left in `scavenging/`, errors naming the file, and crash safety (a child process SIGKILLed
+ * while it commits, or in the middle of a transaction, leaves the last committed state).
+ *
+ * The child processes run this module's real code: the test transpiles the few source files it
+ * needs into a temporary directory (Node 20 cannot run TypeScript, and unit tests do not build).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import ts from 'typescript';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { OriginalStreamData, ScavengeState } from './scavenge-types.js';
+import { openSqliteScavengeState } from './sqlite-scavenge-state.js';
+import type { SqliteScavengeStateOptions } from './sqlite-scavenge-state.js';
+
+const log = pino({ level: 'silent' });
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '../../../..');
+
+const directories: string[] = [];
+const opened: ScavengeState[] = [];
+
+function makeIndexPath(): string {
+  const indexPath = mkdtempSync(join(tmpdir(), 'sqlite-scavenge-state-'));
+  directories.push(indexPath);
+  return indexPath;
+}
+
+function open(options: Partial<SqliteScavengeStateOptions> & { indexPath: string }): ScavengeState {
+  const state = openSqliteScavengeState({ log, ...options });
+  opened.push(state);
+  return state;
+}
+
+function dbPath(indexPath: string): string {
+  return join(indexPath, 'scavenging', 'scavenging.db');
+}
+
+/** The page size from the database header (big-endian u16 at offset 16; 1 means 65536). */
+function headerPageSizeBytes(indexPath: string): number {
+  const header = readFileSync(dbPath(indexPath)).subarray(0, 100);
+  const value = header.readUInt16BE(16);
+  return value === 1 ? 65536 : value;
+}
+
+function original(stream: string, overrides: Partial<OriginalStreamData> = {}): OriginalStreamData {
+  return {
+    stream,
+    isTombstoned: false,
+    maxAgeSeconds: 3600,
+    maxCount: null,
+    truncateBefore: null,
+    discardPoint: 0,
+    maybeDiscardPoint: 0,
+    lastEventNumber: 10,
+    status: 'Active',
+    ...overrides,
+  };
+}
+
+afterEach(() => {
+  for (const state of opened.splice(0)) state.close();
+  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+});
+
+describe('SqliteScavengeState', () => {
+  it('gives back the same data after reopening from disk', () => {
+    const indexPath = makeIndexPath();
+    const first = open({ indexPath });
+    first.transaction(() => {
+      first.setOriginal(original('a', { discardPoint: 4 }));
+      first.setMeta({ metastream: '$$a', isTombstoned: true, discardPoint: 2, lastRecordChunk: 1 });
+      first.addChunkWeight(1, 6);
+      first.setChunkTimeRange(1, 10, 20);
+      first.checkHashUser(99n, 'a');
+      first.setLastAccumulatedChunk(1);
+      first.setCheckpoint({
+        stage: 'Calculating',
+        scavengePoint: { number: 0, position: 4096, effectiveNowMs: 1000, threshold: 0 },
+        doneStream: 'a',
+      });
+    });
+    first.close();
+    const second = open({ indexPath });
+    expect(second.getOriginal('a')).toEqual(original('a', { discardPoint: 4 }));
+    expect(second.getMeta('$$a')).toEqual({ metastream: '$$a', isTombstoned: true, discardPoint: 2, lastRecordChunk: 1 });
+    expect(second.getChunkWeight(1)).toBe(6);
+    expect(second.getChunkTimeRange(1)).toEqual({ minMs: 10, maxMs: 20 });
+    expect(second.checkHashUser(99n, 'b')).toBe(true);
+    expect(second.lastAccumulatedChunk()).toBe(1);
+    expect(second.getCheckpoint()?.stage).toBe('Calculating');
+  });
+
+  it('leaves only scavenging.db in scavenging/ once closed', () => {
+    const indexPath = makeIndexPath();
+    const state = open({ indexPath });
+    state.transaction(() => state.setOriginal(original('a')));
+    state.setOriginal(original('b'));
+    state.close();
+    expect(readdirSync(join(indexPath, 'scavenging'))).toEqual(['scavenging.db']);
+  });
+
+  it('applies the page size when it creates the database, and keeps it afterwards', () => {
+    const indexPath = makeIndexPath();
+    open({ indexPath, pageSizeBytes: 4096 }).close();
+    expect(headerPageSizeBytes(indexPath)).toBe(4096);
+    const warnings: unknown[] = [];
+    const warnLog = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    const reopened = open({ indexPath, pageSizeBytes: 16384, log: warnLog });
+    reopened.setOriginal(original('a'));
+    reopened.close();
+    expect(headerPageSizeBytes(indexPath)).toBe(4096);
+    expect(warnings).toEqual([
+      expect.objectContaining({ pageSizeBytes: 4096, configuredPageSizeBytes: 16384 }),
+    ]);
+  });
+
+  it('uses a 16 KiB page size by default', () => {
+    const indexPath = makeIndexPath();
+    open({ indexPath }).close();
+    expect(headerPageSizeBytes(indexPath)).toBe(16384);
+  });
+
+  it('rejects a page size that is not a power of two', () => {
+    expect(() => open({ indexPath: makeIndexPath(), pageSizeBytes: 3000 })).toThrow(/page size/);
+  });
+
+  it('reports a corrupt database as an error naming the file', () => {
+    const indexPath = makeIndexPath();
+    mkdirSync(join(indexPath, 'scavenging'));
+    writeFileSync(dbPath(indexPath), Buffer.alloc(8192, 0x5a));
+    expect(() => open({ indexPath })).toThrow(dbPath(indexPath));
+  });
+
+  it('starts from scratch when scavenging.db was deleted', () => {
+    const indexPath = makeIndexPath();
+    const first = open({ indexPath });
+    first.setLastAccumulatedChunk(5);
+    first.close();
+    rmSync(dbPath(indexPath));
+    const second = open({ indexPath });
+    expect(second.lastAccumulatedChunk()).toBe(-1);
+    expect(second.getCheckpoint()).toBeUndefined();
+  });
+
+  it('removes a lock directory left behind by a dead process', () => {
+    const indexPath = makeIndexPath();
+    open({ indexPath }).close();
+    mkdirSync(`${dbPath(indexPath)}.lock`);
+    const state = open({ indexPath });
+    state.setLastAccumulatedChunk(1);
+    expect(state.lastAccumulatedChunk()).toBe(1);
+  });
+});
+
+describe('SqliteScavengeState after SIGKILL', () => {
+  let childDirectory = '';
+
+  beforeAll(() => {
+    childDirectory = mkdtempSync(join(tmpdir(), 'scavenge-state-child-'));
+    writeChildProgram(childDirectory);
+  });
+
+  afterAll(() => rmSync(childDirectory, { recursive: true, force: true }));
+
+  it('holds a consistent prefix of the committed transactions', async () => {
+    const indexPath = makeIndexPath();
+    let committedReported = -1;
+    for (let round = 0; round < 3; round++) {
+      const child = spawnChild(childDirectory, ['loop', indexPath, '20']);
+      const target = committedReported + 5 + round;
+      committedReported = await waitForCounter(child, target);
+      // Kill at an arbitrary moment within the next transactions.
+      await sleep(Math.floor(Math.random() * 30));
+      const reportedBeforeKill = Math.max(committedReported, child.lastCounter);
+      await killChild(child);
+      const counter = checkConsistentPrefix(indexPath, 20);
+      expect(counter).toBeGreaterThanOrEqual(reportedBeforeKill);
+      committedReported = counter;
+    }
+  });
+
+  it('rolls back a transaction interrupted in the middle', async () => {
+    const indexPath = makeIndexPath();
+    const seed = open({ indexPath });
+    seed.transaction(() => {
+      for (let i = 0; i < 10; i++) seed.setOriginal(original(`before-${i}`, { discardPoint: 1 }));
+      seed.setLastAccumulatedChunk(0);
+    });
+    seed.close();
+    const committedBytes = readFileSync(dbPath(indexPath));
+    const child = spawnChild(childDirectory, ['midtransaction', indexPath]);
+    await waitForLine(child, 'in-transaction');
+    await killChild(child);
+    // The uncommitted transaction really reached the database file, and left a hot journal.
+    expect(readFileSync(dbPath(indexPath)).equals(committedBytes)).toBe(false);
+    expect(existsSync(`${dbPath(indexPath)}-journal`)).toBe(true);
+    const state = open({ indexPath });
+    expect(state.lastAccumulatedChunk()).toBe(0);
+    expect([...state.allOriginalsWithDiscards()].map((d) => d.stream)).toHaveLength(10);
+    expect(state.getOriginal('during-0')).toBeUndefined();
+    state.close();
+    expect(readdirSync(join(indexPath, 'scavenging'))).toEqual(['scavenging.db']);
+  });
+
+  /** Returns the committed counter after checking every transaction's rows are all there. */
+  function checkConsistentPrefix(indexPath: string, rowsPerTransaction: number): number {
+    const state = open({ indexPath });
+    const counter = state.lastAccumulatedChunk();
+    const rowCounts = new Map<number, number>();
+    for (const data of state.allOriginalsWithDiscards()) {
+      const transactionNumber = Number(/^t(\d+)-/.exec(data.stream)?.[1]);
+      rowCounts.set(transactionNumber, (rowCounts.get(transactionNumber) ?? 0) + 1);
+      expect(data.lastEventNumber).toBe(transactionNumber);
+    }
+    for (let transactionNumber = 0; transactionNumber <= counter; transactionNumber++) {
+      expect(rowCounts.get(transactionNumber)).toBe(rowsPerTransaction);
+    }
+    expect([...rowCounts.keys()].filter((n) => n > counter)).toEqual([]);
+    const checkpoint = state.getCheckpoint();
+    expect(checkpoint?.stage === 'Accumulating' ? checkpoint.doneLogicalChunkNumber : null).toBe(counter);
+    state.close();
+    return counter;
+  }
+});
+
+interface Child {
+  readonly process: ChildProcess;
+  lastCounter: number;
+  readonly lines: string[];
+  readonly waiters: Array<() => void>;
+}
+
+function spawnChild(childDirectory: string, args: string[]): Child {
+  const process = spawn('node', [join(childDirectory, 'child.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: Child = { process, lastCounter: -1, lines: [], waiters: [] };
+  let buffered = '';
+  process.stdout?.on('data', (data: Buffer) => {
+    buffered += data.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      child.lines.push(line);
+      const counter = /^committed (\d+)$/.exec(line)?.[1];
+      if (counter !== undefined) child.lastCounter = Number(counter);
+    }
+    for (const waiter of child.waiters.splice(0)) waiter();
+  });
+  let stderr = '';
+  process.stderr?.on('data', (data: Buffer) => (stderr += data.toString('utf8')));
+  process.on('exit', (code) => {
+    if (code !== null && code !== 0) child.lines.push(`exit ${code}: ${stderr}`);
+    for (const waiter of child.waiters.splice(0)) waiter();
+  });
+  return child;
+}
+
+async function waitFor(child: Child, done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!done()) {
+    if (child.process.exitCode !== null) throw new Error(`child exited: ${child.lines.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`child timed out: ${child.lines.join('\n')}`);
+    await new Promise<void>((resolveWait) => {
+      child.waiters.push(resolveWait);
+      setTimeout(resolveWait, 200);
+    });
+  }
+}
+
+async function waitForCounter(child: Child, target: number): Promise<number> {
+  await waitFor(child, () => child.lastCounter >= target);
+  return child.lastCounter;
+}
+
+async function waitForLine(child: Child, line: string): Promise<void> {
+  await waitFor(child, () => child.lines.includes(line));
+}
+
+async function killChild(child: Child): Promise<void> {
+  if (child.process.exitCode !== null) return;
+  const exited = new Promise<void>((resolveExit) => child.process.once('exit', () => resolveExit()));
+  child.process.kill('SIGKILL');
+  await exited;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
+}
+
+/** The files the child imports, transpiled to JavaScript with the same relative layout. */
+const CHILD_SOURCES = [
+  'node/src/errors.ts',
+  'node/src/storage/scavenge/scavenge-state-values.ts',
+  'node/src/storage/scavenge/hash-users-cache.ts',
+  'node/src/storage/scavenge/sqlite-scavenge-state-sql.ts',
+  'node/src/storage/scavenge/sqlite-scavenge-state.ts',
+];
+
+const CHILD_PROGRAM = `
+import { pino } from 'pino';
+import { openSqliteScavengeState } from './node/src/storage/scavenge/sqlite-scavenge-state.js';
+const [mode, indexPath, rowCountText] = process.argv.slice(2);
+const log = pino({ level: 'silent' });
+const point = { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 };
+function row(stream, eventNumber) {
+  return { stream, isTombstoned: false, maxAgeSeconds: null, maxCount: 1, truncateBefore: null,
+    discardPoint: 1, maybeDiscardPoint: 0, lastEventNumber: eventNumber, status: 'Active' };
+}
+if (mode === 'loop') {
+  const state = openSqliteScavengeState({ indexPath, log, cacheSizeBytes: 256 * 1024 });
+  const rowCount = Number(rowCountText);
+  for (let counter = state.lastAccumulatedChunk() + 1; ; counter++) {
+    state.transaction(() => {
+      for (let i = 0; i < rowCount; i++) state.setOriginal(row('t' + counter + '-' + i, counter));
+      state.setLastAccumulatedChunk(counter);
+      state.setCheckpoint({ stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: counter });
+    });
+    process.stdout.write('committed ' + counter + '\\n');
+  }
+} else if (mode === 'midtransaction') {
+  // A small cache makes SQLite spill pages into the database file before the commit.
+  const state = openSqliteScavengeState({ indexPath, log, cacheSizeBytes: 64 * 1024 });
+  state.transaction(() => {
+    for (let i = 0; i < 20000; i++) state.setOriginal(row('during-' + i + '-' + 'x'.repeat(100), 1));
+    state.setLastAccumulatedChunk(1);
+    process.stdout.write('in-transaction\\n');
+    for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+  });
+}
+`;
+
+function writeChildProgram(childDirectory: string): void {
+  for (const source of CHILD_SOURCES) {
+    const output = ts.transpileModule(readFileSync(join(repoRoot, source), 'utf8'), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+    });
+    const target = join(childDirectory, source.replace(/\.ts$/, '.js'));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, output.outputText);
+  }
+  writeFileSync(join(childDirectory, 'package.json'), JSON.stringify({ type: 'module' }));
+  symlinkSync(join(repoRoot, 'node_modules'), join(childDirectory, 'node_modules'), 'dir');
+  writeFileSync(join(childDirectory, 'child.mjs'), CHILD_PROGRAM);
+}
