@@ -138,9 +138,19 @@ EOF
 api_ready() { curl -fsS --max-time 2 --cacert "$pki/ca.crt" -H "Authorization: Bearer $(token_of eventdb-admin)" \
   "https://127.0.0.1:$api_port/readyz" ; }
 
+preflight() {
+  [[ "$(id -u)" == 0 ]] || die "the local kubelet needs root (mount/UTS namespaces for pods, /etc/hosts for pod DNS)"
+  unshare --mount --uts --propagation private true 2>/dev/null \
+    || die "unshare --mount --uts does not work here (CAP_SYS_ADMIN needed for pod volume mounts)"
+  [[ -w /etc/hosts ]] || die "/etc/hosts is not writable (pod DNS records go there)"
+  command -v openssl >/dev/null || die "openssl is needed for the control plane's PKI"
+  command -v curl >/dev/null || die "curl is needed"
+}
+
 up() {
   local t0 bin
   t0=$(date +%s)
+  preflight
   bin="$("$here/build.sh" | tail -1)"
   [[ -x "$bin/kube-apiserver" ]] || die "build did not produce binaries in $bin"
   mkdir -p "$state/bin" "$pids" "$logs"
