@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { buildServer } from './api/build-server.js';
+import { createScavengeService, nodeEndpointOf } from './api/scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
 import { ConfigError, describeModifiedOptions, loadConfig, type LoadedConfig } from './config/load.js';
 import { createRootLogger, type RootLogger } from './logging.js';
@@ -102,6 +103,12 @@ async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: Exit
     defaultOpsPassword: config.defaultOpsPassword,
     allowAnonymousStreamAccess: config.allowAnonymousStreamAccess,
   });
+  const scavenges = createScavengeService({
+    db,
+    log: log.child({ component: 'scavenge' }),
+    historyMaxAgeDays: config.scavengeHistoryMaxAge,
+    nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.httpIp),
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = (reason: string): Promise<void> => {
@@ -109,6 +116,7 @@ async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: Exit
       log.info({ reason }, 'shutting down');
       try {
         await app.close();
+        await scavenges.close();
         security.close();
         await db.close();
       } catch (err: unknown) {
@@ -121,11 +129,12 @@ async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: Exit
     return stopping;
   };
   const requestShutdown = (): void => void shutdown('admin request');
-  const app = buildServer({ db, security, log, loaded, version: packageVersion(), requestShutdown });
+  const app = buildServer({ db, security, log, loaded, version: packageVersion(), requestShutdown, scavenges });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
   const address = await app.listen({ host: config.httpIp, port: config.httpPort });
+  await scavenges.initialise();
   log.info({ address, memDb: config.memDb, db: config.db, index: config.index }, 'ready');
 }
 

@@ -14,9 +14,11 @@ import { registerOpenApi } from './openapi.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes } from './routes/cluster.js';
 import { registerInfoRoutes } from './routes/info.js';
+import { registerScavengeRoutes } from './routes/scavenge.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
+import type { ScavengeService } from './scavenge/scavenge-service.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 
@@ -29,6 +31,8 @@ export interface BuildServerDeps {
   readonly version: string;
   /** Starts the node's graceful shutdown (POST /admin/shutdown). */
   readonly requestShutdown: () => void;
+  /** Scavenge admin (POST/GET/DELETE /admin/scavenge*); those routes are absent without it. */
+  readonly scavenges?: ScavengeService;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -84,6 +88,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerClusterRoutes(app, { db, version });
   registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown });
   registerStatsRoutes(app, { security, db, ...(config.memDb ? {} : { dataPath: config.db }) });
+  if (deps.scavenges !== undefined) registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
   return app;
 }
 

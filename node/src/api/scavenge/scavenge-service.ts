@@ -12,6 +12,7 @@
  *   previous process left unfinished as `Interrupted`.
  */
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 
 import type { Logger } from 'pino';
 
@@ -192,4 +193,10 @@ function lastResultOf(result: ScavengeResult): LastScavengeResult {
 
 export function createScavengeService(options: ScavengeServiceOptions): ScavengeService {
   return new ScavengeService(options);
+}
+
+/** `host:port` for history events, from the configured host and the port actually bound. */
+export function nodeEndpointOf(address: AddressInfo | string | null, host: string): string {
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return `${host}:${port}`;
 }
