@@ -101,7 +101,7 @@ describe('security-owned routes (inject)', () => {
     expect(Object.keys(stats)).toEqual(['proc', 'sys', 'svc']);
     expect(stats.proc.id).toBe(process.pid);
     expect(typeof stats.proc.gc.totalBytesInHeaps).toBe('number');
-    expect(stats.svc.queue.mainQueue.queueName).toBe('MainQueue');
+    expect(stats.svc.queue.queueName).toBe('MainQueue');
     const gc = await app.inject({ method: 'GET', url: '/stats/proc/gc', headers: ADMIN });
     expect(gc.json()).toHaveProperty('gen0ItemsCount');
     expect((await app.inject({ method: 'GET', url: '/stats/PROC/GC', headers: ADMIN })).statusCode).toBe(200);

@@ -168,7 +168,9 @@ export class StatsSampler {
     return {
       checksum: engine.writerCheckpoint,
       checksumNonFlushed: engine.writerCheckpoint,
-      queue: { mainQueue: this.queue.sample(elapsedMs) },
+      // The spec documents one queue object under svc.queue (EventStoreDB nests one per queue
+      // name); the node has one request queue, reported here directly.
+      queue: this.queue.sample(elapsedMs),
       writer: {
         lastFlushSize: engine.writer.lastFlushSizeBytes,
         lastFlushDelayMs: round(engine.writer.lastFlushDelayMs),
@@ -352,7 +354,8 @@ class TcpMeter {
     this.previous = { received, sent };
     return {
       connections: this.sockets.size,
-      receivingSpeed: round(receivedSinceLastRun / seconds),
+      // The spec types receivingSpeed as a string (sendingSpeed as a number); both are B/s.
+      receivingSpeed: String(round(receivedSinceLastRun / seconds)),
       sendingSpeed: round(sentSinceLastRun / seconds),
       inSend,
       measureTime: round(seconds),
