@@ -71,34 +71,34 @@ export type ParsedScavengeParams =
 
 export function parseScavengeParams(query: ScavengeStartQuery): ParsedScavengeParams {
   const invalid = (message: string): ParsedScavengeParams => ({ kind: 'invalid', message });
-  const startFromChunk = parseInt32(query.startFromChunk);
-  if (startFromChunk === null || (startFromChunk ?? 0) < 0) {
+  const startFromChunk = parseInt32(query.startFromChunk, 0);
+  if (startFromChunk === null || startFromChunk < 0) {
     return invalid(ScavengeParamMessage.startFromChunk);
   }
-  const threads = parseInt32(query.threads) ?? 1;
+  const threads = parseInt32(query.threads, 1);
   if (threads === null || threads < 1) return invalid(ScavengeParamMessage.threads);
-  const threshold = parseInt32(query.threshold) ?? 0;
+  const threshold = parseInt32(query.threshold, 0);
   if (threshold === null) return invalid(ScavengeParamMessage.threshold);
-  const throttlePercent = parseInt32(query.throttlePercent) ?? 100;
+  const throttlePercent = parseInt32(query.throttlePercent, 100);
   if (throttlePercent === null || throttlePercent < 1 || throttlePercent > 100) {
     return invalid(ScavengeParamMessage.throttlePercent);
   }
   if (throttlePercent !== 100 && threads > 1) {
     return invalid(ScavengeParamMessage.throttlePercentThreads);
   }
-  const syncOnly = parseBoolean(query.syncOnly) ?? false;
+  const syncOnly = parseBoolean(query.syncOnly, false);
   if (syncOnly === null) return invalid(ScavengeParamMessage.syncOnly);
   return {
     kind: 'ok',
     params: { threads: Math.min(threads, SCAVENGE_THREADS_MAX), threshold, throttlePercent, syncOnly },
     threadsRequested: threads > SCAVENGE_THREADS_MAX ? threads : undefined,
-    startFromChunkGiven: startFromChunk !== undefined,
+    startFromChunkGiven: query.startFromChunk !== undefined,
   };
 }
 
-/** undefined when absent, null when present but not a 32-bit integer. */
-function parseInt32(value: string | string[] | undefined): number | undefined | null {
-  if (value === undefined) return undefined;
+/** `absent` when not given; null when given but not a 32-bit integer. */
+function parseInt32(value: string | string[] | undefined, absent: number): number | null {
+  if (value === undefined) return absent;
   if (typeof value !== 'string') return null;
   const text = value.trim();
   if (!/^[+-]?\d+$/.test(text)) return null;
@@ -106,9 +106,9 @@ function parseInt32(value: string | string[] | undefined): number | undefined | 
   return parsed >= INT32_MIN && parsed <= INT32_MAX ? parsed : null;
 }
 
-/** undefined when absent, null when present but neither true nor false. */
-function parseBoolean(value: string | string[] | undefined): boolean | undefined | null {
-  if (value === undefined) return undefined;
+/** `absent` when not given; null when given but neither true nor false. */
+function parseBoolean(value: string | string[] | undefined, absent: boolean): boolean | null {
+  if (value === undefined) return absent;
   if (typeof value !== 'string') return null;
   const text = value.trim().toLowerCase();
   if (text === 'true') return true;

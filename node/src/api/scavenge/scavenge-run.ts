@@ -145,7 +145,8 @@ export class ScavengeRun implements ScavengeListener {
         error: info.error,
         timeTakenMs: info.timeTakenMs,
         spaceSavedBytes: info.spaceSavedBytes,
-        maxChunkScavenged: info.maxChunkScavenged,
+        // EventStoreDB starts the high watermark at 0; the engine may report -1 for "none".
+        maxChunkScavenged: this.maxChunkScavenged,
       }),
     );
   }
