@@ -16,6 +16,7 @@ api_port="${EVENTDB_K8S_API_PORT:-16443}"
 etcd_port="${EVENTDB_K8S_ETCD_PORT:-23790}"
 etcd_peer_port="${EVENTDB_K8S_ETCD_PEER_PORT:-23800}"
 node_name="${EVENTDB_K8S_NODE_NAME:-eventdb-local}"
+kubelet_port="${EVENTDB_K8S_KUBELET_PORT:-20250}"
 service_cidr="10.96.0.0/16"
 pids="$state/run"
 logs="$state/logs"
@@ -175,7 +176,7 @@ up() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --allow-privileged=true --cert-dir "$state/apiserver-certs" --profiling=false \
-    --endpoint-reconciler-type lease --v 1
+    --endpoint-reconciler-type lease --kubelet-preferred-address-types InternalIP --v 1
   wait_for 90 "kube-apiserver /readyz" api_ready
 
   write_kubeconfig "$state/kubeconfig" eventdb-admin "$(token_of eventdb-admin)"
@@ -199,7 +200,8 @@ up() {
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false --v 1
   mkdir -p "$state/kubelet"
   start kubelet "$repo/dist/test/k8s/kubelet/main.js" node "$repo/dist/test/k8s/kubelet/main.js" \
-    --kubeconfig "$state/kubelet.kubeconfig" --state-dir "$state/kubelet" --node-name "$node_name" --repo "$repo"
+    --kubeconfig "$state/kubelet.kubeconfig" --state-dir "$state/kubelet" --node-name "$node_name" --repo "$repo" \
+    --server-port "$kubelet_port" --tls-cert "$pki/apiserver.crt" --tls-key "$pki/apiserver.key"
 
   local kubectl=("$state/bin/kubectl" --kubeconfig "$state/kubeconfig")
   wait_for 60 "node $node_name Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name" --timeout=2s

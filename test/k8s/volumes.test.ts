@@ -156,6 +156,9 @@ describe.skipIf(!!ctx().skipReason || !ctx().local)('volumes and env', () => {
       return p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed' ? p : undefined;
     }, 90_000);
     expect(again.status?.phase).toBe('Succeeded');
-    if (ctx().local) expect(localLog(again, 'writer')).toContain('x\nx\n');
+    expect(localLog(again, 'writer')).toContain('x\nx\n');
+    // the same output through the API server (kubectl logs): apiserver -> local kubelet's /containerLogs
+    const logs = await api().call('GET', `/api/v1/namespaces/${ns()}/pods/writer/log?container=writer`);
+    expect(logs.text).toContain('x\nx\n');
   }, 240_000);
 });

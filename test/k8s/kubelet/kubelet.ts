@@ -47,6 +47,10 @@ export interface KubeletOptions {
   apiPort: string;
   k8sVersion: string;
   manageEtcHosts: boolean;
+  /** Serve the kubelet API subset for `kubectl logs` (HTTPS on 127.0.0.1:port); 0 disables it. */
+  serverPort: number;
+  serverCert?: string;
+  serverKey?: string;
   log: (msg: string) => void;
 }
 
@@ -803,7 +807,69 @@ export class Kubelet {
     fs.rmSync(f, { force: true });
   }
 
+  private server?: https.Server;
+
+  /** `kubectl logs` support: GET /containerLogs/<ns>/<pod>/<container>?follow&tailLines. */
+  private async startServer(): Promise<void> {
+    const { serverPort, serverCert, serverKey } = this.opts;
+    if (!serverPort || !serverCert || !serverKey) return;
+    const server = https.createServer({ cert: fs.readFileSync(serverCert), key: fs.readFileSync(serverKey) }, (req, res) => {
+      const url = new URL(req.url ?? '/', 'https://kubelet');
+      const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+      if (req.method !== 'GET' || !m) {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('the local kubelet serves only /containerLogs\n');
+        return;
+      }
+      const [, ns, pod, container] = m;
+      const w = [...this.workers.values()].find((x) => x.ns === ns && x.name === pod);
+      const file = w ? path.join(w.dir, `${container ?? ''}.log`) : '';
+      if (!w || !fs.existsSync(file)) {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end(`no log for ${ns ?? ''}/${pod ?? ''}/${container ?? ''}\n`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let text = fs.readFileSync(file, 'utf8');
+      const tail = url.searchParams.get('tailLines');
+      if (tail && /^\d+$/.test(tail)) {
+        const lines = text.split('\n');
+        if (lines[lines.length - 1] === '') lines.pop();
+        text = lines.slice(-Number(tail)).map((l) => `${l}\n`).join('');
+      }
+      res.write(text);
+      if (url.searchParams.get('follow') !== 'true') {
+        res.end();
+        return;
+      }
+      let offset = fs.statSync(file).size;
+      const timer = setInterval(() => {
+        try {
+          const size = fs.statSync(file).size;
+          if (size > offset) {
+            const fd = fs.openSync(file, 'r');
+            const buf = Buffer.alloc(size - offset);
+            fs.readSync(fd, buf, 0, buf.length, offset);
+            fs.closeSync(fd);
+            offset = size;
+            res.write(buf);
+          }
+        } catch {
+          clearInterval(timer);
+          res.end();
+        }
+      }, 500);
+      req.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(serverPort, '127.0.0.1', () => resolve());
+    });
+    this.server = server;
+  }
+
   async start(): Promise<void> {
+    if (!this.server) await this.startServer();
     fs.mkdirSync(path.join(this.opts.stateDir, 'pods'), { recursive: true });
     fs.mkdirSync(path.join(this.opts.stateDir, 'volumes'), { recursive: true });
     fs.writeFileSync(this.hostsFile, '');
@@ -822,6 +888,8 @@ export class Kubelet {
       }),
     );
     this.workers.clear();
+    this.server?.close();
+    this.server?.closeAllConnections();
     this.writeHosts(true);
     this.removeCreated();
   }
@@ -852,7 +920,7 @@ export class Kubelet {
         { type: 'InternalIP', address: '127.0.0.1' },
         { type: 'Hostname', address: this.opts.nodeName },
       ],
-      daemonEndpoints: { kubeletEndpoint: { Port: 0 } },
+      daemonEndpoints: { kubeletEndpoint: { Port: this.server ? this.opts.serverPort : 0 } },
       nodeInfo: {
         machineID: 'eventdb-local',
         systemUUID: 'eventdb-local',

@@ -20,6 +20,9 @@ async function main(): Promise<void> {
       'node-name': { type: 'string', default: 'eventdb-local' },
       repo: { type: 'string' },
       'no-etc-hosts': { type: 'boolean', default: false },
+      'server-port': { type: 'string', default: '0' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
     },
   });
   const kubeconfig = values.kubeconfig;
@@ -40,6 +43,9 @@ async function main(): Promise<void> {
     apiPort: server.port || '443',
     k8sVersion: readVersion(path.resolve(repo)),
     manageEtcHosts: !values['no-etc-hosts'],
+    serverPort: Number(values['server-port'] ?? '0'),
+    ...(values['tls-cert'] ? { serverCert: values['tls-cert'] } : {}),
+    ...(values['tls-key'] ? { serverKey: values['tls-key'] } : {}),
     log,
   });
   // bounded start-up: the API server may still be settling
