@@ -25,7 +25,10 @@ export interface RootLogger {
   readonly flushSync: () => void;
 }
 
-export function createRootLogger(options: { level: string; destination?: DestinationStream }): RootLogger {
+export function createRootLogger(options: {
+  level: string;
+  destination?: DestinationStream;
+}): RootLogger {
   const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
   const log = pino(
     {

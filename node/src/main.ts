@@ -12,7 +12,12 @@ import { readFileSync } from 'node:fs';
 import { buildServer } from './api/build-server.js';
 import { createScavengeService, nodeEndpointOf } from './api/scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
-import { ConfigError, describeModifiedOptions, loadConfig, type LoadedConfig } from './config/load.js';
+import {
+  ConfigError,
+  describeModifiedOptions,
+  loadConfig,
+  type LoadedConfig,
+} from './config/load.js';
 import { createRootLogger, type RootLogger } from './logging.js';
 import { openEventDb } from './storage/event-db.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
@@ -24,7 +29,11 @@ const EXIT_CONFIG = 2;
 
 function loadConfigOrExit(): LoadedConfig {
   try {
-    return loadConfig({ argv: process.argv.slice(2), env: process.env, readFile: (path) => readFileSync(path, 'utf8') });
+    return loadConfig({
+      argv: process.argv.slice(2),
+      env: process.env,
+      readFile: (path) => readFileSync(path, 'utf8'),
+    });
   } catch (err: unknown) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
@@ -89,7 +98,11 @@ async function main(): Promise<void> {
 
 type ExitFatal = (err: unknown, message: string) => never;
 
-async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: ExitFatal): Promise<void> {
+async function startNode(
+  root: RootLogger,
+  loaded: LoadedConfig,
+  exitFatal: ExitFatal,
+): Promise<void> {
   const { config } = loaded;
   const { log } = root;
   const db = await openEventDb(engineOptions(config), {
@@ -129,7 +142,15 @@ async function startNode(root: RootLogger, loaded: LoadedConfig, exitFatal: Exit
     return stopping;
   };
   const requestShutdown = (): void => void shutdown('admin request');
-  const app = buildServer({ db, security, log, loaded, version: packageVersion(), requestShutdown, scavenges });
+  const app = buildServer({
+    db,
+    security,
+    log,
+    loaded,
+    version: packageVersion(),
+    requestShutdown,
+    scavenges,
+  });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 

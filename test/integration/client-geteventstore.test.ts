@@ -53,7 +53,9 @@ describe('geteventstore-promise HTTP client', () => {
     const events = Array.from({ length: 55 }, (_, i) => factory.newEvent('Numbered', { i }));
     await client.writeEvents(name, events);
     const all = await client.getAllStreamEvents(name, 10);
-    expect(all.map((e) => (e.data as { i: number }).i)).toEqual(Array.from({ length: 55 }, (_, i) => i));
+    expect(all.map((e) => (e.data as { i: number }).i)).toEqual(
+      Array.from({ length: 55 }, (_, i) => i),
+    );
     const page = await client.readEventsForward(name, 50, 10);
     expect(page.isEndOfStream).toBe(true);
     expect(page.events.map((e) => e.eventNumber)).toEqual([50, 51, 52, 53, 54]);
@@ -66,8 +68,14 @@ describe('geteventstore-promise HTTP client', () => {
     expect(await client.checkStreamExists(name)).toBe(false);
     await client.writeEvent(name, 'Created', { v: 1 }, undefined, { expectedVersion: -1 });
     expect(await client.checkStreamExists(name)).toBe(true);
-    await expect(client.writeEvent(name, 'Again', { v: 2 }, undefined, { expectedVersion: -1 })).rejects.toMatchObject({
-      response: { status: 400, statusText: 'Wrong expected EventNumber', headers: { 'es-currentversion': '0' } },
+    await expect(
+      client.writeEvent(name, 'Again', { v: 2 }, undefined, { expectedVersion: -1 }),
+    ).rejects.toMatchObject({
+      response: {
+        status: 400,
+        statusText: 'Wrong expected EventNumber',
+        headers: { 'es-currentversion': '0' },
+      },
     });
     await client.writeEvent(name, 'Again', { v: 2 }, undefined, { expectedVersion: 0 });
 
@@ -78,8 +86,12 @@ describe('geteventstore-promise HTTP client', () => {
     const hard = stream('client-hard');
     await client.writeEvent(hard, 'Created', { v: 1 });
     await client.deleteStream(hard, true);
-    await expect(client.checkStreamExists(hard)).rejects.toMatchObject({ response: { status: 410 } });
-    await expect(client.writeEvent(hard, 'Nope', { v: 1 })).rejects.toMatchObject({ response: { status: 410 } });
+    await expect(client.checkStreamExists(hard)).rejects.toMatchObject({
+      response: { status: 410 },
+    });
+    await expect(client.writeEvent(hard, 'Nope', { v: 1 })).rejects.toMatchObject({
+      response: { status: 410 },
+    });
   });
 
   it('is rejected with 401 for wrong credentials', async () => {
@@ -88,6 +100,8 @@ describe('geteventstore-promise HTTP client', () => {
       port: node.port,
       credentials: { username: 'admin', password: 'wrong' },
     });
-    await expect(wrong.writeEvent(stream('client-401'), 'T', { a: 1 })).rejects.toMatchObject({ response: { status: 401 } });
+    await expect(wrong.writeEvent(stream('client-401'), 'T', { a: 1 })).rejects.toMatchObject({
+      response: { status: 401 },
+    });
   });
 });

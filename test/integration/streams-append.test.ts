@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvents, EVENTS_JSON, httpClient, newEvent, uniqueStream, type Http } from '../support/http-client.js';
+import {
+  appendEvents,
+  EVENTS_JSON,
+  httpClient,
+  newEvent,
+  uniqueStream,
+  type Http,
+} from '../support/http-client.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
 
 let node: NodeProcess;
@@ -16,28 +23,44 @@ afterAll(async () => {
 });
 
 async function eventCount(stream: string): Promise<number> {
-  const feed = await http('GET', `/streams/${stream}/0/forward/4096`, { headers: { accept: 'application/json' } });
+  const feed = await http('GET', `/streams/${stream}/0/forward/4096`, {
+    headers: { accept: 'application/json' },
+  });
   return feed.status === 200 ? (feed.json().entries as unknown[]).length : 0;
 }
 
 describe('POST /streams/{stream}', () => {
   it('appends an events+json batch and answers 201 with the Location of the first event', async () => {
     const stream = uniqueStream('append');
-    const response = await appendEvents(http, stream, [newEvent('a', { n: 1 }), newEvent('b', { n: 2 }, { m: 1 })]);
+    const response = await appendEvents(http, stream, [
+      newEvent('a', { n: 1 }),
+      newEvent('b', { n: 2 }, { m: 1 }),
+    ]);
     expect(response.status).toBe(201);
     expect(response.statusText).toBe('Created');
     expect(response.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
     expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     const second = await appendEvents(http, stream, [newEvent('c', { n: 3 })]);
     expect(second.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/2`);
-    const event = await http('GET', `/streams/${stream}/1`, { headers: { accept: 'application/vnd.eventstore.event+json' } });
-    expect(event.json()).toMatchObject({ eventStreamId: stream, eventNumber: 1, eventType: 'b', data: { n: 2 }, metadata: { m: 1 } });
+    const event = await http('GET', `/streams/${stream}/1`, {
+      headers: { accept: 'application/vnd.eventstore.event+json' },
+    });
+    expect(event.json()).toMatchObject({
+      eventStreamId: stream,
+      eventNumber: 1,
+      eventType: 'b',
+      data: { n: 2 },
+      metadata: { m: 1 },
+    });
   });
 
   it('matches batch property names case-insensitively', async () => {
     const stream = uniqueStream('case');
     const body = JSON.stringify([{ EventId: randomUUID(), EventType: 'T', Data: { x: 1 } }]);
-    const response = await http('POST', `/streams/${stream}`, { headers: { 'content-type': EVENTS_JSON }, body });
+    const response = await http('POST', `/streams/${stream}`, {
+      headers: { 'content-type': EVENTS_JSON },
+      body,
+    });
     expect(response.status).toBe(201);
   });
 
@@ -49,7 +72,9 @@ describe('POST /streams/{stream}', () => {
     expect(first.statusText).toBe('Temporary Redirect');
     expect(first.text).toBe('Forwarding to idempotent URI');
     const location = first.headers.get('location') ?? '';
-    expect(location).toMatch(new RegExp(`^${node.baseUrl}/streams/${stream}/incoming/[0-9a-f-]{36}$`));
+    expect(location).toMatch(
+      new RegExp(`^${node.baseUrl}/streams/${stream}/incoming/[0-9a-f-]{36}$`),
+    );
     expect(await eventCount(stream)).toBe(0);
 
     const created = await http('POST', location, { headers, body: '{"a":"1"}' });
@@ -59,25 +84,41 @@ describe('POST /streams/{stream}', () => {
     expect(retried.status).toBe(201);
     expect(retried.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
     expect(await eventCount(stream)).toBe(1);
-    const event = await http('GET', `/streams/${stream}/0`, { headers: { accept: 'application/vnd.eventstore.event+json' } });
-    expect(event.json()).toMatchObject({ eventType: 'thing-happened', eventId: location.split('/').pop(), data: { a: '1' } });
+    const event = await http('GET', `/streams/${stream}/0`, {
+      headers: { accept: 'application/vnd.eventstore.event+json' },
+    });
+    expect(event.json()).toMatchObject({
+      eventType: 'thing-happened',
+      eventId: location.split('/').pop(),
+      data: { a: '1' },
+    });
   });
 
   it('takes type and id from SVC- or ES- headers for single JSON and binary events', async () => {
     const stream = uniqueStream('single');
     const json = await http('POST', `/streams/${stream}`, {
-      headers: { 'content-type': 'application/json', 'SVC-EventType': 'j', 'SVC-EventId': randomUUID() },
+      headers: {
+        'content-type': 'application/json',
+        'SVC-EventType': 'j',
+        'SVC-EventId': randomUUID(),
+      },
       body: '{"k":true}',
     });
     expect(json.status).toBe(201);
     const bytes = Buffer.from([0, 1, 2, 255]);
     const raw = await http('POST', `/streams/${stream}`, {
-      headers: { 'content-type': 'application/octet-stream', 'ES-EventType': 'bin', 'ES-EventId': randomUUID() },
+      headers: {
+        'content-type': 'application/octet-stream',
+        'ES-EventType': 'bin',
+        'ES-EventId': randomUUID(),
+      },
       body: bytes,
     });
     expect(raw.status).toBe(201);
     expect(raw.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/1`);
-    const read = await http('GET', `/streams/${stream}/1`, { headers: { accept: 'application/octet-stream' } });
+    const read = await http('GET', `/streams/${stream}/1`, {
+      headers: { accept: 'application/octet-stream' },
+    });
     expect(read.headers.get('content-type')).toBe('application/octet-stream; charset=utf-8');
     expect(read.bytes.equals(bytes)).toBe(true);
   });
@@ -96,39 +137,95 @@ describe('POST /streams/{stream}', () => {
 
   it('answers 400 with a message and writes nothing for invalid requests', async () => {
     const stream = uniqueStream('invalid');
-    const cases: { headers: Record<string, string>; body: string | Buffer; message: string | RegExp }[] = [
-      { headers: { 'content-type': EVENTS_JSON }, body: '[{"eventId": ', message: 'Write request body invalid.' },
-      { headers: { 'content-type': EVENTS_JSON }, body: '[]', message: 'Write request body invalid.' },
-      { headers: { 'content-type': EVENTS_JSON }, body: '[{"eventId":"not-a-guid","eventType":"a","data":{}}]', message: 'Write request body invalid.' },
-      { headers: { 'content-type': EVENTS_JSON }, body: '[{"eventType":"a","data":{}}]', message: "Empty eventId provided. (Parameter 'eventId')" },
-      { headers: { 'content-type': EVENTS_JSON }, body: `[{"eventId":"${randomUUID()}","data":{}}]`, message: 'Empty eventType provided.' },
-      { headers: { 'content-type': 'application/json' }, body: '{}', message: /^Must include an event type/ },
-      { headers: { 'content-type': 'application/json', 'ES-EventType': 'a', 'ES-EventId': 'nope' }, body: '{}', message: 'ES-EventId header in wrong format.' },
-      { headers: { 'content-type': EVENTS_JSON, 'ES-ExpectedVersion': 'abc' }, body: JSON.stringify([newEvent('a', {})]), message: 'ES-ExpectedVersion header in wrong format.' },
-      { headers: { 'content-type': EVENTS_JSON, 'SVC-ExpectedVersion': '-5' }, body: JSON.stringify([newEvent('a', {})]), message: 'SVC-ExpectedVersion header in wrong format.' },
-      { headers: { 'content-type': EVENTS_JSON, 'ES-RequiresMaster': 'maybe' }, body: JSON.stringify([newEvent('a', {})]), message: 'ES-RequiresMaster header in wrong format.' },
+    const cases: {
+      headers: Record<string, string>;
+      body: string | Buffer;
+      message: string | RegExp;
+    }[] = [
+      {
+        headers: { 'content-type': EVENTS_JSON },
+        body: '[{"eventId": ',
+        message: 'Write request body invalid.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON },
+        body: '[]',
+        message: 'Write request body invalid.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON },
+        body: '[{"eventId":"not-a-guid","eventType":"a","data":{}}]',
+        message: 'Write request body invalid.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON },
+        body: '[{"eventType":"a","data":{}}]',
+        message: "Empty eventId provided. (Parameter 'eventId')",
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON },
+        body: `[{"eventId":"${randomUUID()}","data":{}}]`,
+        message: 'Empty eventType provided.',
+      },
+      {
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+        message: /^Must include an event type/,
+      },
+      {
+        headers: { 'content-type': 'application/json', 'ES-EventType': 'a', 'ES-EventId': 'nope' },
+        body: '{}',
+        message: 'ES-EventId header in wrong format.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON, 'ES-ExpectedVersion': 'abc' },
+        body: JSON.stringify([newEvent('a', {})]),
+        message: 'ES-ExpectedVersion header in wrong format.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON, 'SVC-ExpectedVersion': '-5' },
+        body: JSON.stringify([newEvent('a', {})]),
+        message: 'SVC-ExpectedVersion header in wrong format.',
+      },
+      {
+        headers: { 'content-type': EVENTS_JSON, 'ES-RequiresMaster': 'maybe' },
+        body: JSON.stringify([newEvent('a', {})]),
+        message: 'ES-RequiresMaster header in wrong format.',
+      },
     ];
     for (const testCase of cases) {
-      const response = await http('POST', `/streams/${stream}`, { headers: testCase.headers, body: testCase.body });
+      const response = await http('POST', `/streams/${stream}`, {
+        headers: testCase.headers,
+        body: testCase.body,
+      });
       expect(response.status, testCase.body.toString()).toBe(400);
       expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
       if (typeof testCase.message === 'string') expect(response.text).toBe(testCase.message);
       else expect(response.text).toMatch(testCase.message);
     }
     expect(await eventCount(stream)).toBe(0);
-    expect((await http('GET', `/streams/${stream}`, { headers: { accept: 'application/json' } })).status).toBe(404);
+    expect(
+      (await http('GET', `/streams/${stream}`, { headers: { accept: 'application/json' } })).status,
+    ).toBe(404);
   });
 
   it('rejects an event larger than max-event-size with 400 and writes nothing', async () => {
     const stream = uniqueStream('large');
     const big = 'x'.repeat(4 * 1024 * 1024 + 1);
     const response = await http('POST', `/streams/${stream}`, {
-      headers: { 'content-type': 'application/octet-stream', 'ES-EventType': 'big', 'ES-EventId': randomUUID() },
+      headers: {
+        'content-type': 'application/octet-stream',
+        'ES-EventType': 'big',
+        'ES-EventId': randomUUID(),
+      },
       body: big,
     });
     expect(response.status).toBe(400);
     expect(response.text).toBe('Too large events received. Limit is 4194304 bytes.');
-    const batch = await appendEvents(http, stream, [newEvent('ok', { a: 1 }), newEvent('big', big)]);
+    const batch = await appendEvents(http, stream, [
+      newEvent('ok', { a: 1 }),
+      newEvent('big', big),
+    ]);
     expect(batch.status).toBe(400);
     expect(await eventCount(stream)).toBe(0);
   });
@@ -154,10 +251,16 @@ describe('expected version matrix', () => {
   async function prepare(state: State): Promise<string> {
     const stream = uniqueStream(`ev-${state}`);
     if (state === 'new') return stream;
-    expect((await appendEvents(http, stream, [newEvent('a', {}), newEvent('b', {})])).status).toBe(201);
-    if (state === 'soft-deleted') expect((await http('DELETE', `/streams/${stream}`)).status).toBe(204);
+    expect((await appendEvents(http, stream, [newEvent('a', {}), newEvent('b', {})])).status).toBe(
+      201,
+    );
+    if (state === 'soft-deleted')
+      expect((await http('DELETE', `/streams/${stream}`)).status).toBe(204);
     if (state === 'hard-deleted') {
-      expect((await http('DELETE', `/streams/${stream}`, { headers: { 'ES-HardDelete': 'true' } })).status).toBe(204);
+      expect(
+        (await http('DELETE', `/streams/${stream}`, { headers: { 'ES-HardDelete': 'true' } }))
+          .status,
+      ).toBe(204);
     }
     return stream;
   }
@@ -186,25 +289,34 @@ describe('expected version matrix', () => {
     { state: 'hard-deleted', expected: '1', status: 410, result: 0 },
   ];
 
-  it.each(matrix)('$state stream, expected version $expected -> $status', async ({ state, expected, status, result }) => {
-    const stream = await prepare(state);
-    const response = await appendEvents(http, stream, [newEvent('c', { c: 1 })], { 'ES-ExpectedVersion': expected });
-    expect(response.status).toBe(status);
-    if (status === 201) {
-      expect(response.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/${result}`);
-    } else if (status === 400) {
-      expect(response.statusText).toBe('Wrong expected EventNumber');
-      expect(response.headers.get('ES-CurrentVersion')).toBe(String(result));
-      expect(response.headers.get('SVC-CurrentVersion')).toBe(String(result));
-    } else {
-      expect(response.statusText).toBe('Stream deleted');
-    }
-  });
+  it.each(matrix)(
+    '$state stream, expected version $expected -> $status',
+    async ({ state, expected, status, result }) => {
+      const stream = await prepare(state);
+      const response = await appendEvents(http, stream, [newEvent('c', { c: 1 })], {
+        'ES-ExpectedVersion': expected,
+      });
+      expect(response.status).toBe(status);
+      if (status === 201) {
+        expect(response.headers.get('location')).toBe(
+          `${node.baseUrl}/streams/${stream}/${result}`,
+        );
+      } else if (status === 400) {
+        expect(response.statusText).toBe('Wrong expected EventNumber');
+        expect(response.headers.get('ES-CurrentVersion')).toBe(String(result));
+        expect(response.headers.get('SVC-CurrentVersion')).toBe(String(result));
+      } else {
+        expect(response.statusText).toBe('Stream deleted');
+      }
+    },
+  );
 
   it('a soft-deleted stream recreated by an append shows only the new events, numbered on', async () => {
     const stream = await prepare('soft-deleted');
     expect((await appendEvents(http, stream, [newEvent('again', { v: 2 })])).status).toBe(201);
-    const feed = await http('GET', `/streams/${stream}`, { headers: { accept: 'application/json' } });
+    const feed = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'application/json' },
+    });
     expect(feed.status).toBe(200);
     expect(feed.json().entries.map((e: { title: string }) => e.title)).toEqual([`2@${stream}`]);
   });

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvents, ATOM_JSON, EVENTS_JSON, httpClient, newEvent, readFeed, uniqueStream, type Http } from '../support/http-client.js';
+import {
+  appendEvents,
+  ATOM_JSON,
+  EVENTS_JSON,
+  httpClient,
+  newEvent,
+  readFeed,
+  uniqueStream,
+  type Http,
+} from '../support/http-client.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
 
 let node: NodeProcess;
@@ -28,7 +37,11 @@ async function streamWith(count: number, prefix: string): Promise<string> {
   return stream;
 }
 
-function setMetadata(stream: string, data: Record<string, unknown>, headers: Record<string, string> = {}) {
+function setMetadata(
+  stream: string,
+  data: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
   return http('POST', `/streams/${stream}/metadata`, {
     headers: { 'content-type': EVENTS_JSON, ...headers },
     body: JSON.stringify([{ eventId: randomUUID(), eventType: '$user-updated', data }]),
@@ -44,10 +57,18 @@ async function titles(path: string): Promise<string[]> {
 describe('stream metadata', () => {
   it('reads {} for a stream without metadata and 404 for no stream', async () => {
     const stream = await streamWith(1, 'meta-none');
-    const empty = await http('GET', `/streams/${stream}/metadata`, { headers: { accept: 'application/json' } });
+    const empty = await http('GET', `/streams/${stream}/metadata`, {
+      headers: { accept: 'application/json' },
+    });
     expect(empty.status).toBe(200);
     expect(empty.json()).toEqual({});
-    expect((await http('GET', `/streams/${uniqueStream('nothing')}/metadata`, { headers: { accept: 'application/json' } })).status).toBe(404);
+    expect(
+      (
+        await http('GET', `/streams/${uniqueStream('nothing')}/metadata`, {
+          headers: { accept: 'application/json' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('writes metadata (201, Location in the metastream) and reads it back', async () => {
@@ -55,15 +76,22 @@ describe('stream metadata', () => {
     const written = await setMetadata(stream, { $maxCount: 5, custom: 'kept' });
     expect(written.status).toBe(201);
     expect(written.headers.get('location')).toBe(`${node.baseUrl}/streams/%24%24${stream}/0`);
-    const read = await http('GET', `/streams/${stream}/metadata`, { headers: { accept: 'application/json' } });
+    const read = await http('GET', `/streams/${stream}/metadata`, {
+      headers: { accept: 'application/json' },
+    });
     expect(read.json()).toEqual({ $maxCount: 5, custom: 'kept' });
     const single = await http('POST', `/streams/${stream}/metadata`, {
       headers: { 'content-type': 'application/json', 'ES-EventId': randomUUID() },
       body: JSON.stringify({ $maxCount: 7 }),
     });
     expect(single.status).toBe(201);
-    const entry = await http('GET', `/streams/${stream}/metadata`, { headers: { accept: ATOM_JSON } });
-    expect(entry.json()).toMatchObject({ summary: '$metadata', content: { data: { $maxCount: 7 } } });
+    const entry = await http('GET', `/streams/${stream}/metadata`, {
+      headers: { accept: ATOM_JSON },
+    });
+    expect(entry.json()).toMatchObject({
+      summary: '$metadata',
+      content: { data: { $maxCount: 7 } },
+    });
   });
 
   it('rejects another event type and invalid bodies with 400', async () => {
@@ -74,7 +102,10 @@ describe('stream metadata', () => {
     });
     expect(typed.status).toBe(400);
     expect(typed.text).toBe('Bad Request. You should not include an event type for metadata.');
-    const broken = await http('POST', `/streams/${stream}/metadata`, { headers: { 'content-type': 'application/json' }, body: '{nope' });
+    const broken = await http('POST', `/streams/${stream}/metadata`, {
+      headers: { 'content-type': 'application/json' },
+      body: '{nope',
+    });
     expect(broken.status).toBe(400);
     const wrongVersion = await setMetadata(stream, { $maxCount: 1 }, { 'ES-ExpectedVersion': '3' });
     expect(wrongVersion.status).toBe(400);
@@ -85,11 +116,17 @@ describe('stream metadata', () => {
     const counted = await streamWith(5, 'meta-count');
     await setMetadata(counted, { $maxCount: 2 });
     expect(await titles(`/streams/${counted}`)).toEqual([`4@${counted}`, `3@${counted}`]);
-    expect((await http('GET', `/streams/${counted}/0`, { headers: { accept: 'application/json' } })).status).toBe(404);
+    expect(
+      (await http('GET', `/streams/${counted}/0`, { headers: { accept: 'application/json' } }))
+        .status,
+    ).toBe(404);
 
     const truncated = await streamWith(5, 'meta-tb');
     await setMetadata(truncated, { $tb: 3 });
-    expect(await titles(`/streams/${truncated}/0/forward/10`)).toEqual([`4@${truncated}`, `3@${truncated}`]);
+    expect(await titles(`/streams/${truncated}/0/forward/10`)).toEqual([
+      `4@${truncated}`,
+      `3@${truncated}`,
+    ]);
 
     const aged = await streamWith(2, 'meta-age');
     await setMetadata(aged, { $maxAge: 1 });
@@ -106,10 +143,17 @@ describe('stream metadata', () => {
 
   it('enforces $acl through the authorizer (401 when not permitted)', async () => {
     const stream = await streamWith(1, 'meta-acl');
-    expect((await readFeed(http, `/streams/${stream}`, { authorization: OPS_AUTHORIZATION })).status).toBe(200);
+    expect(
+      (await readFeed(http, `/streams/${stream}`, { authorization: OPS_AUTHORIZATION })).status,
+    ).toBe(200);
     await setMetadata(stream, { $acl: { $r: '$admins', $w: '$admins' } });
-    expect((await readFeed(http, `/streams/${stream}`, { authorization: OPS_AUTHORIZATION })).status).toBe(401);
-    expect((await appendEvents(http, stream, [newEvent('x', {})], { authorization: OPS_AUTHORIZATION })).status).toBe(401);
+    expect(
+      (await readFeed(http, `/streams/${stream}`, { authorization: OPS_AUTHORIZATION })).status,
+    ).toBe(401);
+    expect(
+      (await appendEvents(http, stream, [newEvent('x', {})], { authorization: OPS_AUTHORIZATION }))
+        .status,
+    ).toBe(401);
     expect((await readFeed(http, `/streams/${stream}`)).status).toBe(200);
   });
 });
@@ -121,46 +165,81 @@ describe('DELETE /streams/{stream}', () => {
     expect(deleted.status).toBe(204);
     expect(deleted.statusText).toBe('Stream deleted');
     expect((await readFeed(http, `/streams/${stream}`)).status).toBe(404);
-    expect((await http('GET', `/streams/${stream}/0`, { headers: { accept: 'application/json' } })).status).toBe(404);
-    const metadata = await http('GET', `/streams/${stream}/metadata`, { headers: { accept: 'application/json' } });
+    expect(
+      (await http('GET', `/streams/${stream}/0`, { headers: { accept: 'application/json' } }))
+        .status,
+    ).toBe(404);
+    const metadata = await http('GET', `/streams/${stream}/metadata`, {
+      headers: { accept: 'application/json' },
+    });
     expect(metadata.text).toContain('"$tb"');
   });
 
   it('hard-deletes with SVC-HardDelete or ES-HardDelete: reads, writes, metadata and deletes answer 410', async () => {
     for (const header of ['SVC-HardDelete', 'ES-HardDelete']) {
       const stream = await streamWith(2, 'del-hard');
-      expect((await http('DELETE', `/streams/${stream}`, { headers: { [header]: 'True' } })).status).toBe(204);
+      expect(
+        (await http('DELETE', `/streams/${stream}`, { headers: { [header]: 'True' } })).status,
+      ).toBe(204);
       const read = await readFeed(http, `/streams/${stream}`);
       expect(read.status).toBe(410);
       expect(read.statusText).toBe('Deleted');
-      expect((await http('GET', `/streams/${stream}/0`, { headers: { accept: 'application/json' } })).status).toBe(410);
+      expect(
+        (await http('GET', `/streams/${stream}/0`, { headers: { accept: 'application/json' } }))
+          .status,
+      ).toBe(410);
       expect((await appendEvents(http, stream, [newEvent('x', {})])).status).toBe(410);
       expect((await setMetadata(stream, { $maxCount: 1 })).status).toBe(410);
-      expect((await http('GET', `/streams/${stream}/metadata`, { headers: { accept: 'application/json' } })).status).toBe(410);
+      expect(
+        (
+          await http('GET', `/streams/${stream}/metadata`, {
+            headers: { accept: 'application/json' },
+          })
+        ).status,
+      ).toBe(410);
       expect((await http('DELETE', `/streams/${stream}`)).status).toBe(410);
     }
   });
 
   it('checks the expected version and refuses $all', async () => {
     const stream = await streamWith(2, 'del-version');
-    const wrong = await http('DELETE', `/streams/${stream}`, { headers: { 'ES-ExpectedVersion': '0' } });
+    const wrong = await http('DELETE', `/streams/${stream}`, {
+      headers: { 'ES-ExpectedVersion': '0' },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.headers.get('ES-CurrentVersion')).toBe('1');
-    expect((await http('DELETE', `/streams/${stream}`, { headers: { 'ES-ExpectedVersion': '1' } })).status).toBe(204);
+    expect(
+      (await http('DELETE', `/streams/${stream}`, { headers: { 'ES-ExpectedVersion': '1' } }))
+        .status,
+    ).toBe(204);
     const missing = await http('DELETE', `/streams/${uniqueStream('del-missing')}`);
     expect(missing.status).toBe(400);
     expect(missing.headers.get('ES-CurrentVersion')).toBe('-1');
-    expect((await http('DELETE', `/streams/${uniqueStream('del-missing-hard')}`, { headers: { 'ES-HardDelete': 'true' } })).status).toBe(204);
+    expect(
+      (
+        await http('DELETE', `/streams/${uniqueStream('del-missing-hard')}`, {
+          headers: { 'ES-HardDelete': 'true' },
+        })
+      ).status,
+    ).toBe(204);
     expect((await http('DELETE', '/streams/$all')).status).toBe(401);
-    expect((await http('DELETE', `/streams/${stream}`, { headers: { 'ES-HardDelete': 'perhaps' } })).status).toBe(400);
+    expect(
+      (await http('DELETE', `/streams/${stream}`, { headers: { 'ES-HardDelete': 'perhaps' } }))
+        .status,
+    ).toBe(400);
   });
 });
 
 describe('GET /streams/$all', () => {
   it('needs credentials', async () => {
     expect((await readFeed(http, '/streams/$all', { authorization: '' })).status).toBe(401);
-    expect((await http('GET', '/streams/%24all', { auth: false, headers: { accept: ATOM_JSON } })).status).toBe(401);
-    expect((await readFeed(http, '/streams/$all', { authorization: OPS_AUTHORIZATION })).status).toBe(401);
+    expect(
+      (await http('GET', '/streams/%24all', { auth: false, headers: { accept: ATOM_JSON } }))
+        .status,
+    ).toBe(401);
+    expect(
+      (await readFeed(http, '/streams/$all', { authorization: OPS_AUTHORIZATION })).status,
+    ).toBe(401);
   });
 
   it('pages forward and backward with position tokens, including system events and deleted streams', async () => {
@@ -177,7 +256,8 @@ describe('GET /streams/$all', () => {
     );
 
     const forward: string[] = [];
-    let previous: string | undefined = `${node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/7`;
+    let previous: string | undefined =
+      `${node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/7`;
     for (let page = 0; previous !== undefined && page < 500; page++) {
       const feed: Feed = (await readFeed(http, previous)).json<Feed>();
       if (feed.entries.length === 0) break;
@@ -185,8 +265,15 @@ describe('GET /streams/$all', () => {
       previous = feed.links.find((l) => l.relation === 'previous')?.uri;
     }
     expect(forward).toContain('0@$user-admin');
-    expect(forward.filter((t) => t.endsWith(`@${kept}`))).toEqual([`0@${kept}`, `1@${kept}`, `2@${kept}`]);
-    expect(forward.filter((t) => t.endsWith(`@${deleted}`))).toEqual([`0@${deleted}`, `1@${deleted}`]);
+    expect(forward.filter((t) => t.endsWith(`@${kept}`))).toEqual([
+      `0@${kept}`,
+      `1@${kept}`,
+      `2@${kept}`,
+    ]);
+    expect(forward.filter((t) => t.endsWith(`@${deleted}`))).toEqual([
+      `0@${deleted}`,
+      `1@${deleted}`,
+    ]);
     expect(forward).toContain(`0@$$${deleted}`);
     expect(new Set(forward).size).toBe(forward.length);
 
@@ -195,7 +282,8 @@ describe('GET /streams/$all', () => {
     for (let page = 0; next !== undefined && page < 500; page++) {
       const feed: Feed = (await readFeed(http, next)).json<Feed>();
       backward.push(...feed.entries.map((e) => e.title));
-      next = feed.entries.length === 0 ? undefined : feed.links.find((l) => l.relation === 'next')?.uri;
+      next =
+        feed.entries.length === 0 ? undefined : feed.links.find((l) => l.relation === 'next')?.uri;
     }
     expect(backward.slice(-forward.length)).toEqual([...forward].reverse());
   });

@@ -5,7 +5,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { appendEvents, httpClient, newEvent, readFeed, uniqueStream } from '../support/http-client.js';
+import {
+  appendEvents,
+  httpClient,
+  newEvent,
+  readFeed,
+  uniqueStream,
+} from '../support/http-client.js';
 import { freePort, runNode, startNode, tempDir } from '../support/node-process.js';
 
 describe('node process', () => {
@@ -27,7 +33,10 @@ describe('node process', () => {
       const port = await freePort();
       const file = join(dir.path, 'node.yaml');
       writeFileSync(file, `MemDb: true\nHttpPort: 1\nLogLevel: debug\n`);
-      const node = await startNode({ args: ['--config', file, '--http-port', String(port)], env: { SERVICE_LOG_LEVEL: 'info' } });
+      const node = await startNode({
+        args: ['--config', file, '--http-port', String(port)],
+        env: { SERVICE_LOG_LEVEL: 'info' },
+      });
       try {
         expect(node.port).toBe(port);
         const http = httpClient(node.baseUrl);
@@ -44,7 +53,9 @@ describe('node process', () => {
   it('logs one debug line per request without credentials or bodies', async () => {
     const node = await startNode({ args: ['--log-level', 'debug'] });
     const http = httpClient(node.baseUrl);
-    await appendEvents(http, uniqueStream('log'), [newEvent('secret-type', { secret: 'body-value' })]);
+    await appendEvents(http, uniqueStream('log'), [
+      newEvent('secret-type', { secret: 'body-value' }),
+    ]);
     expect(await node.stop()).toBe(0);
     const lines = node.output.filter((line) => line.includes('"msg":"request completed"'));
     expect(lines.length).toBeGreaterThanOrEqual(1);
@@ -59,7 +70,10 @@ describe('node process', () => {
       const args = ['--db', join(dir.path, 'db'), '--index', join(dir.path, 'index')];
       const stream = uniqueStream('durable');
       const first = await startNode({ memDb: false, args });
-      const written = await appendEvents(httpClient(first.baseUrl), stream, [newEvent('a', { n: 1 }), newEvent('b', { n: 2 })]);
+      const written = await appendEvents(httpClient(first.baseUrl), stream, [
+        newEvent('a', { n: 1 }),
+        newEvent('b', { n: 2 }),
+      ]);
       expect(written.status).toBe(201);
       expect(await first.stop('SIGINT')).toBe(0);
       expect(first.output.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
@@ -67,7 +81,10 @@ describe('node process', () => {
       const second = await startNode({ memDb: false, args });
       const feed = await readFeed(httpClient(second.baseUrl), `/streams/${stream}/0/forward/10`);
       expect(feed.status).toBe(200);
-      expect(feed.json().entries.map((e: { title: string }) => e.title)).toEqual([`1@${stream}`, `0@${stream}`]);
+      expect(feed.json().entries.map((e: { title: string }) => e.title)).toEqual([
+        `1@${stream}`,
+        `0@${stream}`,
+      ]);
       expect(await second.stop('SIGTERM')).toBe(0);
     } finally {
       dir.remove();
@@ -103,9 +120,15 @@ describe('node process', () => {
     const node = await startNode();
     try {
       const http = httpClient(node.baseUrl);
-      expect((await http('GET', '/ping', { headers: { accept: 'application/json' } })).status).toBe(200);
-      expect((await http('GET', '/info', { headers: { accept: 'application/json' } })).json()).toMatchObject({ state: 'leader' });
-      const openapi = (await http('GET', '/openapi.json')).json<{ paths: Record<string, unknown> }>();
+      expect((await http('GET', '/ping', { headers: { accept: 'application/json' } })).status).toBe(
+        200,
+      );
+      expect(
+        (await http('GET', '/info', { headers: { accept: 'application/json' } })).json(),
+      ).toMatchObject({ state: 'leader' });
+      const openapi = (await http('GET', '/openapi.json')).json<{
+        paths: Record<string, unknown>;
+      }>();
       expect(Object.keys(openapi.paths)).toContain('/streams/{stream}');
     } finally {
       expect(await node.stop()).toBe(0);

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvents, ATOM_JSON, httpClient, newEvent, readFeed, uniqueStream, type Http } from '../support/http-client.js';
+import {
+  appendEvents,
+  ATOM_JSON,
+  httpClient,
+  newEvent,
+  readFeed,
+  uniqueStream,
+  type Http,
+} from '../support/http-client.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
 
 let node: NodeProcess;
@@ -44,7 +52,14 @@ describe('GET /streams/{stream} feeds', () => {
     expect(response.headers.get('etag')).toMatch(/^"26;-?\d+"$/);
     const feed = response.json<Feed>();
     const root = `${node.baseUrl}/streams/${stream}`;
-    expect(feed).toMatchObject({ title: `Event stream '${stream}'`, id: root, streamId: stream, author: { name: 'EventStore' }, headOfStream: true, selfUrl: root });
+    expect(feed).toMatchObject({
+      title: `Event stream '${stream}'`,
+      id: root,
+      streamId: stream,
+      author: { name: 'EventStore' },
+      headOfStream: true,
+      selfUrl: root,
+    });
     expect(feed.links).toEqual([
       { uri: root, relation: 'self' },
       { uri: `${root}/head/backward/20`, relation: 'first' },
@@ -54,7 +69,11 @@ describe('GET /streams/{stream} feeds', () => {
       { uri: `${root}/metadata`, relation: 'metadata' },
     ]);
     expect(feed.entries).toHaveLength(20);
-    expect(feed.entries[0]).toMatchObject({ title: `26@${stream}`, id: `${root}/26`, summary: 'type-26' });
+    expect(feed.entries[0]).toMatchObject({
+      title: `26@${stream}`,
+      id: `${root}/26`,
+      summary: 'type-26',
+    });
     expect(feed.entries[0]?.links).toEqual([
       { uri: `${root}/26`, relation: 'edit' },
       { uri: `${root}/26`, relation: 'alternate' },
@@ -64,7 +83,12 @@ describe('GET /streams/{stream} feeds', () => {
 
   it('honours X-Forwarded-Host and X-Forwarded-Prefix in links', async () => {
     const stream = await streamWith(1);
-    const feed = (await readFeed(http, `/streams/${stream}`, { 'x-forwarded-host': 'example.org:1234', 'x-forwarded-prefix': 'pre' })).json<Feed>();
+    const feed = (
+      await readFeed(http, `/streams/${stream}`, {
+        'x-forwarded-host': 'example.org:1234',
+        'x-forwarded-prefix': 'pre',
+      })
+    ).json<Feed>();
     expect(link(feed, 'self')).toBe(`http://example.org:1234/pre/streams/${stream}`);
   });
 
@@ -105,20 +129,30 @@ describe('GET /streams/{stream} feeds', () => {
     expect(partial.headers.get('cache-control')).toBe('max-age=0, no-cache, must-revalidate');
     expect(partial.headers.get('etag')).toMatch(/^"24;/);
     const backward = await readFeed(http, `/streams/${stream}/3/backward/2`);
-    expect(backward.json<Feed>().entries.map((e) => e.title)).toEqual([`3@${stream}`, `2@${stream}`]);
+    expect(backward.json<Feed>().entries.map((e) => e.title)).toEqual([
+      `3@${stream}`,
+      `2@${stream}`,
+    ]);
     expect(backward.headers.get('cache-control')).toBe('max-age=31536000, public');
     const implicit = await readFeed(http, `/streams/${stream}/3/2`);
-    expect(implicit.json<Feed>().entries.map((e) => e.title)).toEqual([`3@${stream}`, `2@${stream}`]);
+    expect(implicit.json<Feed>().entries.map((e) => e.title)).toEqual([
+      `3@${stream}`,
+      `2@${stream}`,
+    ]);
   });
 
   it('serves Atom XML when asked', async () => {
     const stream = await streamWith(2);
-    const response = await http('GET', `/streams/${stream}`, { headers: { accept: 'application/atom+xml' } });
+    const response = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'application/atom+xml' },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/atom+xml; charset=utf-8');
     expect(response.text).toContain('<feed xmlns="http://www.w3.org/2005/Atom">');
     expect(response.text).toContain(`<title>1@${stream}</title>`);
-    expect(response.text).toContain(`<link href="${node.baseUrl}/streams/${stream}/head/backward/20" rel="first" />`);
+    expect(response.text).toContain(
+      `<link href="${node.baseUrl}/streams/${stream}/head/backward/20" rel="first" />`,
+    );
   });
 
   it('answers 304 to If-None-Match with the current ETag and 200 after a write', async () => {
@@ -129,24 +163,46 @@ describe('GET /streams/{stream} feeds', () => {
     const notModified = await readFeed(http, `/streams/${stream}`, { 'if-none-match': etag });
     expect(notModified.status).toBe(304);
     await appendEvents(http, stream, [newEvent('more', {})]);
-    expect((await readFeed(http, `/streams/${stream}`, { 'if-none-match': etag })).status).toBe(200);
+    expect((await readFeed(http, `/streams/${stream}`, { 'if-none-match': etag })).status).toBe(
+      200,
+    );
   });
 
   it('embeds event bodies as rich entries with embed=body and tryharder', async () => {
     const stream = uniqueStream('embed');
-    await appendEvents(http, stream, [newEvent('j', { a: '1' }, { m: 2 }), newEvent('t', 'plain text')]);
+    await appendEvents(http, stream, [
+      newEvent('j', { a: '1' }, { m: 2 }),
+      newEvent('t', 'plain text'),
+    ]);
     const body = (await readFeed(http, `/streams/${stream}?embed=body`)).json<Feed>();
     const jsonEntry = body.entries[1];
-    expect(Object.keys(jsonEntry ?? {}).slice(0, 4)).toEqual(['eventId', 'eventType', 'eventNumber', 'data']);
+    expect(Object.keys(jsonEntry ?? {}).slice(0, 4)).toEqual([
+      'eventId',
+      'eventType',
+      'eventNumber',
+      'data',
+    ]);
     expect(JSON.parse(String(jsonEntry?.data))).toEqual({ a: '1' });
     expect(JSON.parse(String(jsonEntry?.metaData))).toEqual({ m: 2 });
-    expect(jsonEntry).toMatchObject({ eventType: 'j', eventNumber: 0, streamId: stream, isJson: true, isMetaData: true, isLinkMetaData: false });
+    expect(jsonEntry).toMatchObject({
+      eventType: 'j',
+      eventNumber: 0,
+      streamId: stream,
+      isJson: true,
+      isMetaData: true,
+      isLinkMetaData: false,
+    });
     expect(body.entries[0]).not.toHaveProperty('data');
     const rich = (await readFeed(http, `/streams/${stream}?embed=rich`)).json<Feed>();
     expect(rich.entries[1]).not.toHaveProperty('data');
     expect(rich.entries[1]).toMatchObject({ eventType: 'j', isJson: true });
     const content = (await readFeed(http, `/streams/${stream}?embed=Content`)).json<Feed>();
-    expect(content.entries[1]?.content).toMatchObject({ eventStreamId: stream, eventNumber: 0, eventType: 'j', data: { a: '1' } });
+    expect(content.entries[1]?.content).toMatchObject({
+      eventStreamId: stream,
+      eventNumber: 0,
+      eventType: 'j',
+      data: { a: '1' },
+    });
     const pretty = (await readFeed(http, `/streams/${stream}?embed=PrettyBody`)).json<Feed>();
     expect(pretty.entries[1]?.data).toBe('{\n  "a": "1"\n}');
     const harder = (await readFeed(http, `/streams/${stream}?embed=TryHarder`)).json<Feed>();
@@ -155,13 +211,19 @@ describe('GET /streams/{stream} feeds', () => {
 
   it('serves the description document: 200 when asked for, 406 without Accept', async () => {
     const stream = await streamWith(1);
-    const asked = await http('GET', `/streams/${stream}`, { headers: { accept: 'application/vnd.eventstore.streamdesc+json' } });
+    const asked = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'application/vnd.eventstore.streamdesc+json' },
+    });
     expect(asked.status).toBe(200);
     expect(asked.json().title).toBe(`Description document for '${stream}'`);
     const none = await http('GET', `/streams/${stream}`);
     expect(none.status).toBe(406);
-    expect(none.headers.get('content-type')).toBe('application/vnd.eventstore.streamdesc+json; charset=utf-8');
-    const unsupported = await http('GET', `/streams/${stream}`, { headers: { accept: 'image/png' } });
+    expect(none.headers.get('content-type')).toBe(
+      'application/vnd.eventstore.streamdesc+json; charset=utf-8',
+    );
+    const unsupported = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'image/png' },
+    });
     expect(unsupported.status).toBe(406);
   });
 
@@ -200,7 +262,9 @@ describe('GET /streams/{stream} feeds', () => {
     expect(empty.status).toBe(200);
     expect(empty.json<Feed>().entries).toHaveLength(0);
     expect(Date.now() - timedOut).toBeGreaterThanOrEqual(900);
-    expect((await readFeed(http, `/streams/${stream}/3/forward/20`, { 'ES-LongPoll': 'soon' })).status).toBe(400);
+    expect(
+      (await readFeed(http, `/streams/${stream}/3/forward/20`, { 'ES-LongPoll': 'soon' })).status,
+    ).toBe(400);
   });
 });
 
@@ -213,24 +277,47 @@ describe('GET /streams/{stream}/{event}', () => {
     expect(data.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(data.headers.get('cache-control')).toBe('max-age=31536000, public');
     expect(data.json()).toEqual({ a: { b: [1, 2] } });
-    const dto = await http('GET', path, { headers: { accept: 'application/vnd.eventstore.event+json' } });
-    expect(dto.json()).toMatchObject({ eventStreamId: stream, eventNumber: 0, eventType: 'created', data: { a: { b: [1, 2] } }, metadata: { who: 'me' } });
+    const dto = await http('GET', path, {
+      headers: { accept: 'application/vnd.eventstore.event+json' },
+    });
+    expect(dto.json()).toMatchObject({
+      eventStreamId: stream,
+      eventNumber: 0,
+      eventType: 'created',
+      data: { a: { b: [1, 2] } },
+      metadata: { who: 'me' },
+    });
     const entry = await http('GET', path, { headers: { accept: ATOM_JSON } });
-    expect(entry.json()).toMatchObject({ title: `0@${stream}`, summary: 'created', content: { eventType: 'created', data: { a: { b: [1, 2] } } } });
+    expect(entry.json()).toMatchObject({
+      title: `0@${stream}`,
+      summary: 'created',
+      content: { eventType: 'created', data: { a: { b: [1, 2] } } },
+    });
     const atom = await http('GET', path);
     expect(atom.headers.get('content-type')).toBe('application/atom+xml; charset=utf-8');
     expect(atom.text).toContain(`<title>0@${stream}</title>`);
     const xml = await http('GET', path, { headers: { accept: 'text/xml' } });
     expect(xml.text).toContain('<data><a><b>1</b><b>2</b></a></data>');
-    const head = await http('GET', `/streams/${stream}/head`, { headers: { accept: 'application/json' } });
+    const head = await http('GET', `/streams/${stream}/head`, {
+      headers: { accept: 'application/json' },
+    });
     expect(head.json()).toEqual({ a: { b: [1, 2] } });
     expect(head.headers.get('cache-control')).toBe('max-age=0, no-cache, must-revalidate');
   });
 
   it('answers 404 for a missing event or stream', async () => {
     const stream = await streamWith(1);
-    expect((await http('GET', `/streams/${stream}/5`, { headers: { accept: 'application/json' } })).status).toBe(404);
-    expect((await http('GET', `/streams/${uniqueStream('none')}/0`, { headers: { accept: 'application/json' } })).status).toBe(404);
+    expect(
+      (await http('GET', `/streams/${stream}/5`, { headers: { accept: 'application/json' } }))
+        .status,
+    ).toBe(404);
+    expect(
+      (
+        await http('GET', `/streams/${uniqueStream('none')}/0`, {
+          headers: { accept: 'application/json' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('redirects trailing slashes and answers unknown routes with an empty 404', async () => {
@@ -245,10 +332,15 @@ describe('GET /streams/{stream}/{event}', () => {
 
   it('answers 401 for anonymous and wrong credentials', async () => {
     const stream = await streamWith(1);
-    const anonymous = await http('GET', `/streams/${stream}`, { auth: false, headers: { accept: ATOM_JSON } });
+    const anonymous = await http('GET', `/streams/${stream}`, {
+      auth: false,
+      headers: { accept: ATOM_JSON },
+    });
     expect(anonymous.status).toBe(401);
     const wrong = `Basic ${Buffer.from('admin:wrong').toString('base64')}`;
-    const rejected = await http('GET', `/streams/${stream}`, { headers: { accept: ATOM_JSON, authorization: wrong } });
+    const rejected = await http('GET', `/streams/${stream}`, {
+      headers: { accept: ATOM_JSON, authorization: wrong },
+    });
     expect(rejected.status).toBe(401);
     expect(rejected.headers.get('www-authenticate')).toBe('X-Basic realm="ESDB"');
     const write = await appendEvents(http, stream, [newEvent('x', {})], { authorization: wrong });

@@ -22,7 +22,11 @@ export interface HttpOptions {
 }
 
 export function httpClient(baseUrl: string) {
-  return async function http(method: string, path: string, options: HttpOptions = {}): Promise<HttpResponse> {
+  return async function http(
+    method: string,
+    path: string,
+    options: HttpOptions = {},
+  ): Promise<HttpResponse> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.auth !== false) headers.authorization ??= ADMIN_AUTHORIZATION;
     const url = path.startsWith('http') ? path : `${baseUrl}${path}`;
@@ -50,11 +54,21 @@ export function uniqueStream(prefix: string): string {
 }
 
 export function newEvent(eventType: string, data: unknown, metadata?: unknown) {
-  return { eventId: randomUUID(), eventType, data, ...(metadata === undefined ? {} : { metadata }) };
+  return {
+    eventId: randomUUID(),
+    eventType,
+    data,
+    ...(metadata === undefined ? {} : { metadata }),
+  };
 }
 
 /** Appends `events` as an events+json batch. */
-export function appendEvents(http: Http, stream: string, events: unknown[], headers: Record<string, string> = {}) {
+export function appendEvents(
+  http: Http,
+  stream: string,
+  events: unknown[],
+  headers: Record<string, string> = {},
+) {
   return http('POST', `/streams/${encodeURIComponent(stream)}`, {
     headers: { 'content-type': EVENTS_JSON, ...headers },
     body: JSON.stringify(events),

@@ -21,7 +21,14 @@ export async function startInjectServer(argv: string[] = []): Promise<InjectServ
   const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const security = await createSecurity({ db, log });
   const loaded = loadConfig({ argv: ['--mem-db', ...argv], env: {}, readFile: () => '' });
-  const app = buildServer({ db, security, log, loaded, version: '0.0.0-test', requestShutdown: () => undefined });
+  const app = buildServer({
+    db,
+    security,
+    log,
+    loaded,
+    version: '0.0.0-test',
+    requestShutdown: () => undefined,
+  });
   await app.ready();
   return {
     app,

@@ -38,7 +38,11 @@ export class MemoryEventDb implements EventDb {
 
   constructor(private readonly nowMs: () => number = () => Date.now()) {}
 
-  async append(stream: string, expectedVersion: number, events: readonly NewEvent[]): Promise<AppendResult> {
+  async append(
+    stream: string,
+    expectedVersion: number,
+    events: readonly NewEvent[],
+  ): Promise<AppendResult> {
     this.assertOpen();
     const record = this.streams.get(stream);
     if (record?.hardDeleted === true) return { kind: 'stream-deleted' };
@@ -75,7 +79,9 @@ export class MemoryEventDb implements EventDb {
     }
     if (expected < current) {
       if (expected === -1 && softDeleted) return 'ok';
-      const matches = events.map((event, i) => existing.find((e) => e.eventNumber === expected + 1 + i && e.eventId === event.eventId));
+      const matches = events.map((event, i) =>
+        existing.find((e) => e.eventNumber === expected + 1 + i && e.eventId === event.eventId),
+      );
       if (matches.some((m) => m === undefined)) return wrong;
       return this.idempotent(matches as RecordedEvent[]);
     }
@@ -85,7 +91,8 @@ export class MemoryEventDb implements EventDb {
   private idempotent(matches: readonly RecordedEvent[]): AppendResult {
     const first = matches[0];
     const last = matches[matches.length - 1];
-    if (first === undefined || last === undefined) throw new Error('idempotent check on an empty batch');
+    if (first === undefined || last === undefined)
+      throw new Error('idempotent check on an empty batch');
     return {
       kind: 'success',
       firstEventNumber: first.eventNumber,
@@ -122,10 +129,20 @@ export class MemoryEventDb implements EventDb {
     const lastEventNumber = first + events.length - 1;
     const write = { stream, firstEventNumber: first, lastEventNumber, commitPosition };
     for (const listener of this.listeners) listener(write);
-    return { kind: 'success', firstEventNumber: first, lastEventNumber, commitPosition, idempotent: false };
+    return {
+      kind: 'success',
+      firstEventNumber: first,
+      lastEventNumber,
+      commitPosition,
+      idempotent: false,
+    };
   }
 
-  async deleteStream(stream: string, expectedVersion: number, hard: boolean): Promise<AppendResult> {
+  async deleteStream(
+    stream: string,
+    expectedVersion: number,
+    hard: boolean,
+  ): Promise<AppendResult> {
     this.assertOpen();
     const record = this.streams.get(stream);
     if (record?.hardDeleted === true) return { kind: 'stream-deleted' };
@@ -133,50 +150,88 @@ export class MemoryEventDb implements EventDb {
     const softDeleted = this.isSoftDeleted(stream);
     const metaVersion = lastNumber(this.streams.get(`$$${stream}`));
     const wrong: AppendResult = { kind: 'wrong-expected-version', currentVersion: current };
-    if (expectedVersion === -4 && (softDeleted || current < 0)) return softDeleted ? { kind: 'stream-deleted' } : wrong;
+    if (expectedVersion === -4 && (softDeleted || current < 0))
+      return softDeleted ? { kind: 'stream-deleted' } : wrong;
     if (expectedVersion >= -1 && expectedVersion !== current) return wrong;
     if (hard) {
-      const tombstone: NewEvent = { eventId: zeroGuid(), eventType: '$streamDeleted', data: new Uint8Array(), metadata: new Uint8Array(), isJson: false };
+      const tombstone: NewEvent = {
+        eventId: zeroGuid(),
+        eventType: '$streamDeleted',
+        data: new Uint8Array(),
+        metadata: new Uint8Array(),
+        isJson: false,
+      };
       const result = this.write(stream, [tombstone], TOMBSTONE_EVENT_NUMBER);
       (this.streams.get(stream) as StreamRecord).hardDeleted = true;
-      return result.kind === 'success' ? { ...result, firstEventNumber: current, lastEventNumber: current } : result;
+      return result.kind === 'success'
+        ? { ...result, firstEventNumber: current, lastEventNumber: current }
+        : result;
     }
     if (current < 0 && metaVersion < 0) return wrong;
     this.write(`$$${stream}`, [metadataEvent({ $tb: SOFT_DELETED_TB })]);
-    return { kind: 'success', firstEventNumber: current, lastEventNumber: current, commitPosition: this.nextLogPosition, idempotent: false };
+    return {
+      kind: 'success',
+      firstEventNumber: current,
+      lastEventNumber: current,
+      commitPosition: this.nextLogPosition,
+      idempotent: false,
+    };
   }
 
-  async readStream(stream: string, from: number, maxCount: number, direction: ReadDirection): Promise<ReadStreamResult> {
+  async readStream(
+    stream: string,
+    from: number,
+    maxCount: number,
+    direction: ReadDirection,
+  ): Promise<ReadStreamResult> {
     this.assertOpen();
     const record = this.streams.get(stream);
     if (record?.hardDeleted === true) return { kind: 'stream-deleted' };
     const last = lastNumber(record);
-    if (record === undefined || last < 0 || this.isSoftDeleted(stream)) return { kind: 'stream-not-found' };
+    if (record === undefined || last < 0 || this.isSoftDeleted(stream))
+      return { kind: 'stream-not-found' };
     const visible = this.visibleEvents(stream, record);
     if (direction === 'forward') {
       const end = from + maxCount - 1;
       const events = visible.filter((e) => e.eventNumber >= from && e.eventNumber <= end);
       const isEndOfStream = end >= last;
-      return { kind: 'success', events, lastEventNumber: last, nextEventNumber: isEndOfStream ? last + 1 : end + 1, isEndOfStream };
+      return {
+        kind: 'success',
+        events,
+        lastEventNumber: last,
+        nextEventNumber: isEndOfStream ? last + 1 : end + 1,
+        isEndOfStream,
+      };
     }
     const start = from < 0 ? last : from;
     const end = Math.max(0, start - maxCount + 1);
     const events = visible.filter((e) => e.eventNumber <= start && e.eventNumber >= end).reverse();
     const isEndOfStream = end === 0;
-    return { kind: 'success', events, lastEventNumber: last, nextEventNumber: isEndOfStream ? -1 : end - 1, isEndOfStream };
+    return {
+      kind: 'success',
+      events,
+      lastEventNumber: last,
+      nextEventNumber: isEndOfStream ? -1 : end - 1,
+      isEndOfStream,
+    };
   }
 
   async readEvent(stream: string, eventNumber: number): Promise<ReadEventResult> {
     this.assertOpen();
     const record = this.streams.get(stream);
     if (record?.hardDeleted === true) return { kind: 'stream-deleted' };
-    if (record === undefined || lastNumber(record) < 0 || this.isSoftDeleted(stream)) return { kind: 'stream-not-found' };
+    if (record === undefined || lastNumber(record) < 0 || this.isSoftDeleted(stream))
+      return { kind: 'stream-not-found' };
     const wanted = eventNumber < 0 ? lastNumber(record) : eventNumber;
     const event = this.visibleEvents(stream, record).find((e) => e.eventNumber === wanted);
     return event === undefined ? { kind: 'event-not-found' } : { kind: 'success', event };
   }
 
-  async readAll(from: AllPosition | undefined, maxCount: number, direction: ReadDirection): Promise<ReadAllResult> {
+  async readAll(
+    from: AllPosition | undefined,
+    maxCount: number,
+    direction: ReadDirection,
+  ): Promise<ReadAllResult> {
     this.assertOpen();
     const cmp = (e: RecordedEvent, p: AllPosition): number =>
       e.commitPosition - p.commitPosition || e.logPosition - p.preparePosition;
@@ -184,12 +239,21 @@ export class MemoryEventDb implements EventDb {
       const start = from ?? { commitPosition: 0, preparePosition: 0 };
       const events = this.log.filter((e) => cmp(e, start) >= 0).slice(0, maxCount);
       const last = events[events.length - 1];
-      const nextPosition = last === undefined ? start : { commitPosition: last.commitPosition, preparePosition: last.logPosition + 1 };
+      const nextPosition =
+        last === undefined
+          ? start
+          : { commitPosition: last.commitPosition, preparePosition: last.logPosition + 1 };
       return { events, nextPosition, isEnd: events.length < maxCount };
     }
-    const events = this.log.filter((e) => from === undefined || cmp(e, from) < 0).reverse().slice(0, maxCount);
+    const events = this.log
+      .filter((e) => from === undefined || cmp(e, from) < 0)
+      .reverse()
+      .slice(0, maxCount);
     const last = events[events.length - 1];
-    const nextPosition = last === undefined ? { commitPosition: 0, preparePosition: 0 } : { commitPosition: last.commitPosition, preparePosition: last.logPosition };
+    const nextPosition =
+      last === undefined
+        ? { commitPosition: 0, preparePosition: 0 }
+        : { commitPosition: last.commitPosition, preparePosition: last.logPosition };
     return { events, nextPosition, isEnd: events.length < maxCount };
   }
 
@@ -201,11 +265,21 @@ export class MemoryEventDb implements EventDb {
     return { kind: 'exists', lastEventNumber: last, softDeleted: this.isSoftDeleted(stream) };
   }
 
-  async getStreamMetadata(stream: string): Promise<{ metadata: StreamMetadata; metastreamVersion: number }> {
-    return { metadata: this.metadataOf(stream), metastreamVersion: lastNumber(this.streams.get(`$$${stream}`)) };
+  async getStreamMetadata(
+    stream: string,
+  ): Promise<{ metadata: StreamMetadata; metastreamVersion: number }> {
+    return {
+      metadata: this.metadataOf(stream),
+      metastreamVersion: lastNumber(this.streams.get(`$$${stream}`)),
+    };
   }
 
-  async setStreamMetadata(stream: string, expectedVersion: number, raw: Record<string, unknown>, eventId?: string): Promise<AppendResult> {
+  async setStreamMetadata(
+    stream: string,
+    expectedVersion: number,
+    raw: Record<string, unknown>,
+    eventId?: string,
+  ): Promise<AppendResult> {
     if (this.streams.get(stream)?.hardDeleted === true) return { kind: 'stream-deleted' };
     return this.append(`$$${stream}`, expectedVersion, [metadataEvent(raw, eventId)]);
   }
@@ -218,12 +292,27 @@ export class MemoryEventDb implements EventDb {
   async mergeIndexes(): Promise<void> {}
 
   stats(): EngineStats {
-    const zeroWriter = { lastFlushSizeBytes: 0, meanFlushSizeBytes: 0, maxFlushSizeBytes: 0, lastFlushDelayMs: 0, meanFlushDelayMs: 0, maxFlushDelayMs: 0, queuedFlushMessages: 0, flushCount: 0 };
+    const zeroWriter = {
+      lastFlushSizeBytes: 0,
+      meanFlushSizeBytes: 0,
+      maxFlushSizeBytes: 0,
+      lastFlushDelayMs: 0,
+      meanFlushDelayMs: 0,
+      maxFlushDelayMs: 0,
+      queuedFlushMessages: 0,
+      flushCount: 0,
+    };
     return {
       writerCheckpoint: this.nextLogPosition,
       chaserCheckpoint: this.nextLogPosition,
       writer: zeroWriter,
-      readIndex: { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0, hashCollisions: 0 },
+      readIndex: {
+        cachedRecord: 0,
+        notCachedRecord: 0,
+        cachedStreamInfo: 0,
+        notCachedStreamInfo: 0,
+        hashCollisions: 0,
+      },
       diskIo: { readBytes: 0, writtenBytes: 0, readOps: 0, writeOps: 0 },
       index: { memTableEntries: this.log.length, tableCount: 0 },
       chunkCount: 1,
@@ -248,20 +337,28 @@ export class MemoryEventDb implements EventDb {
     if (last?.isJson === true) {
       try {
         const parsed: unknown = JSON.parse(last.data.toString('utf8'));
-        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) raw = parsed as Record<string, unknown>;
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+          raw = parsed as Record<string, unknown>;
       } catch {
         raw = {};
       }
     }
-    const positive = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
+    const positive = (v: unknown): number | undefined =>
+      typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
     const tb = raw.$tb;
     return {
       raw,
       ...(positive(raw.$maxAge) !== undefined ? { maxAgeSeconds: positive(raw.$maxAge) } : {}),
       ...(positive(raw.$maxCount) !== undefined ? { maxCount: positive(raw.$maxCount) } : {}),
-      ...(typeof tb === 'number' && tb >= 0 ? { truncateBefore: Math.min(tb, SOFT_DELETED_TB) } : {}),
-      ...(positive(raw.$cacheControl) !== undefined ? { cacheControlSeconds: positive(raw.$cacheControl) } : {}),
-      ...(typeof raw.$acl === 'object' && raw.$acl !== null ? { acl: raw.$acl as StreamMetadata['acl'] } : {}),
+      ...(typeof tb === 'number' && tb >= 0
+        ? { truncateBefore: Math.min(tb, SOFT_DELETED_TB) }
+        : {}),
+      ...(positive(raw.$cacheControl) !== undefined
+        ? { cacheControlSeconds: positive(raw.$cacheControl) }
+        : {}),
+      ...(typeof raw.$acl === 'object' && raw.$acl !== null
+        ? { acl: raw.$acl as StreamMetadata['acl'] }
+        : {}),
     } as StreamMetadata;
   }
 
@@ -269,8 +366,15 @@ export class MemoryEventDb implements EventDb {
     const last = lastNumber(record);
     if (stream.startsWith('$$')) return record.events.filter((e) => e.eventNumber === last);
     const metadata = this.metadataOf(stream);
-    const minNumber = Math.max(0, metadata.maxCount === undefined ? 0 : last - metadata.maxCount + 1, metadata.truncateBefore ?? 0);
-    const minCreatedMs = metadata.maxAgeSeconds === undefined ? -Infinity : this.nowMs() - metadata.maxAgeSeconds * 1000;
+    const minNumber = Math.max(
+      0,
+      metadata.maxCount === undefined ? 0 : last - metadata.maxCount + 1,
+      metadata.truncateBefore ?? 0,
+    );
+    const minCreatedMs =
+      metadata.maxAgeSeconds === undefined
+        ? -Infinity
+        : this.nowMs() - metadata.maxAgeSeconds * 1000;
     return record.events.filter((e) => e.eventNumber >= minNumber && e.createdMs >= minCreatedMs);
   }
 }

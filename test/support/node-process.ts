@@ -41,23 +41,45 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
 }
 
 /** Runs main.js with `args` and no port waiting; for startup failures. */
-export function runNode(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+export function runNode(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+    env: { ...process.env, ...env },
+    stdio: 'pipe',
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return new Promise((resolveRun) => child.on('exit', (code) => resolveRun({ code, output })));
 }
 
-export async function startNode(options: { args?: string[]; memDb?: boolean; env?: Record<string, string> } = {}): Promise<NodeProcess> {
+export async function startNode(
+  options: { args?: string[]; memDb?: boolean; env?: Record<string, string> } = {},
+): Promise<NodeProcess> {
   if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`make build\` first`);
   const port = await freePort();
-  const args = [...(options.memDb === false ? [] : ['--mem-db']), '--insecure', '--http-port', String(port), ...(options.args ?? [])];
-  const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { ...process.env, ...options.env }, stdio: 'pipe' });
+  const args = [
+    ...(options.memDb === false ? [] : ['--mem-db']),
+    '--insecure',
+    '--http-port',
+    String(port),
+    ...(options.args ?? []),
+  ];
+  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+    env: { ...process.env, ...options.env },
+    stdio: 'pipe',
+  });
   const output: string[] = [];
-  const exit = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+  const exit = new Promise<number | null>((resolveExit) =>
+    child.on('exit', (code) => resolveExit(code)),
+  );
   const address = await new Promise<string>((resolveReady, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not become ready:\n${output.join('\n')}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`node did not become ready:\n${output.join('\n')}`)),
+      60_000,
+    );
     const onLine = (line: string): void => {
       output.push(line);
       if (line.includes('"msg":"ready"')) {

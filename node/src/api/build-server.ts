@@ -40,12 +40,15 @@ const BODY_LIMIT_BYTES_MAX = 64 * 1024 * 1024;
 
 const CORS_HEADERS = {
   'access-control-allow-origin': '*',
-  'access-control-allow-headers':
-    'Content-Type, X-Requested-With, X-Forwarded-Host, X-Forwarded-Prefix, X-PINGOTHER, Authorization, ' +
-    'ES-LongPoll, ES-ExpectedVersion, ES-EventId, ES-EventType, ES-RequireMaster, ES-RequireLeader, ' +
-    'ES-HardDelete, ES-ResolveLinkTos, SVC-LongPoll, SVC-ExpectedVersion, SVC-EventId, SVC-EventType, ' +
-    'SVC-RequiresMaster, SVC-HardDelete, SVC-ResolveLinkTos',
-  'access-control-expose-headers': 'Location, ES-Position, ES-CurrentVersion, SVC-Position, SVC-CurrentVersion',
+  'access-control-allow-headers': [
+    'Content-Type, X-Requested-With, X-Forwarded-Host, X-Forwarded-Prefix, X-PINGOTHER',
+    'Authorization, ES-LongPoll, ES-ExpectedVersion, ES-EventId, ES-EventType',
+    'ES-RequireMaster, ES-RequireLeader, ES-HardDelete, ES-ResolveLinkTos, SVC-LongPoll',
+    'SVC-ExpectedVersion, SVC-EventId, SVC-EventType, SVC-RequiresMaster, SVC-HardDelete',
+    'SVC-ResolveLinkTos',
+  ].join(', '),
+  'access-control-expose-headers':
+    'Location, ES-Position, ES-CurrentVersion, SVC-Position, SVC-CurrentVersion',
 } as const;
 
 const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
@@ -88,7 +91,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerClusterRoutes(app, { db, version });
   registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown });
   registerStatsRoutes(app, { security, db, ...(config.memDb ? {} : { dataPath: config.db }) });
-  if (deps.scavenges !== undefined) registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
+  if (deps.scavenges !== undefined)
+    registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
   return app;
 }
 

@@ -27,20 +27,32 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
 /** Fastify's own client errors that keep their status; everything else client-caused is 400. */
 const FASTIFY_CLIENT_STATUSES = new Set([400, 401, 404, 405, 406, 408, 415]);
 
-function sendText(reply: FastifyReply, status: number, message: string, reason?: string): FastifyReply {
+function sendText(
+  reply: FastifyReply,
+  status: number,
+  message: string,
+  reason?: string,
+): FastifyReply {
   if (reason !== undefined) reply.raw.statusMessage = reason;
   return reply.code(status).type('text/plain; charset=utf-8').send(message);
 }
 
 function describeValidation(err: FastifyError): string {
   const parts = (err.validation ?? []).map((issue) => {
-    const where = issue.instancePath === '' ? (err.validationContext ?? 'request') : issue.instancePath.slice(1);
+    const where =
+      issue.instancePath === ''
+        ? (err.validationContext ?? 'request')
+        : issue.instancePath.slice(1);
     return `${where}: ${issue.message ?? 'invalid'}`;
   });
   return parts.length > 0 ? `Invalid request. ${parts.join('; ')}` : 'Invalid request.';
 }
 
-export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function handleError(
+  err: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (err instanceof FatalError) {
     request.log.error({ err }, 'request hit a fatal error');
     return sendText(reply, 503, 'Server Is Not Ready', 'Server Is Not Ready');
@@ -49,7 +61,12 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
     const status = STATUS_BY_CODE[err.code] ?? err.httpStatus;
     if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE_VALUE);
     if (status >= 500) request.log.error({ err }, 'request failed');
-    return sendText(reply, status, err.message, typeof err.details.reason === 'string' ? err.details.reason : undefined);
+    return sendText(
+      reply,
+      status,
+      err.message,
+      typeof err.details.reason === 'string' ? err.details.reason : undefined,
+    );
   }
   const fastifyError = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(err) || fastifyError.validation !== undefined) {
@@ -57,7 +74,13 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   }
   const status = typeof fastifyError.statusCode === 'number' ? fastifyError.statusCode : 500;
   if (status === 413) return sendText(reply, 400, 'Request body too large.');
-  if (status === 415) return sendText(reply, 415, 'Invalid or missing Content-Type', 'Invalid or missing Content-Type');
+  if (status === 415)
+    return sendText(
+      reply,
+      415,
+      'Invalid or missing Content-Type',
+      'Invalid or missing Content-Type',
+    );
   if (FASTIFY_CLIENT_STATUSES.has(status)) return sendText(reply, status, fastifyError.message);
   if (status >= 400 && status < 500) return sendText(reply, 400, 'Invalid request.');
   request.log.error({ err }, 'unhandled error in request');

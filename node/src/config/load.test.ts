@@ -6,7 +6,11 @@ const noFile = (): string => {
   throw new Error('no file expected');
 };
 
-function load(argv: string[], env: Record<string, string> = {}, files: Record<string, string> = {}) {
+function load(
+  argv: string[],
+  env: Record<string, string> = {},
+  files: Record<string, string> = {},
+) {
   return loadConfig({
     argv,
     env,
@@ -58,14 +62,26 @@ describe('loadConfig', () => {
   });
 
   it('applies defaults < file < env < flags', () => {
-    const files = { '/etc/node.yaml': 'HttpPort: 1000\nDb: /file/db\nIndex: /file/index\nMemDb: true\n' };
-    const env = { SERVICE_CONFIG: '/etc/node.yaml', SERVICE_HTTP_PORT: '2000', SERVICE_DB: '/env/db' };
+    const files = {
+      '/etc/node.yaml': 'HttpPort: 1000\nDb: /file/db\nIndex: /file/index\nMemDb: true\n',
+    };
+    const env = {
+      SERVICE_CONFIG: '/etc/node.yaml',
+      SERVICE_HTTP_PORT: '2000',
+      SERVICE_DB: '/env/db',
+    };
     const { config, sources } = load(['--http-port', '3000'], env, files);
     expect(config.httpPort).toBe(3000);
     expect(config.db).toBe('/env/db');
     expect(config.index).toBe('/file/index');
     expect(config.memDb).toBe(true);
-    expect(sources).toMatchObject({ httpPort: 'flag', db: 'env', index: 'file', memDb: 'file', chunkSize: 'default' });
+    expect(sources).toMatchObject({
+      httpPort: 'flag',
+      db: 'env',
+      index: 'file',
+      memDb: 'file',
+      chunkSize: 'default',
+    });
   });
 
   it('parses booleans explicitly from flags and env', () => {
@@ -80,7 +96,9 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown flags and file keys, naming them', () => {
-    expect(issuesOf(() => load(['--no-such-option', '1']))).toContain('unknown option --no-such-option');
+    expect(issuesOf(() => load(['--no-such-option', '1']))).toContain(
+      'unknown option --no-such-option',
+    );
     const files = { 'c.yaml': 'HttpPrt: 1\n' };
     expect(issuesOf(() => load(['--config', 'c.yaml'], {}, files))).toEqual([
       'config file c.yaml: unknown option HttpPrt',
@@ -88,7 +106,9 @@ describe('loadConfig', () => {
   });
 
   it('reports every invalid value with the option name of its source', () => {
-    const issues = issuesOf(() => load(['--http-port', 'abc', '--chunk-size=12'], { SERVICE_LOG_LEVEL: 'loud' }));
+    const issues = issuesOf(() =>
+      load(['--http-port', 'abc', '--chunk-size=12'], { SERVICE_LOG_LEVEL: 'loud' }),
+    );
     expect(issues).toHaveLength(3);
     expect(issues.join('\n')).toMatch(/--http-port: expected an integer/);
     expect(issues.join('\n')).toMatch(/--chunk-size:/);

@@ -17,7 +17,13 @@ import {
   optionByYamlKey,
   yamlKey,
 } from './option-names.js';
-import { NodeConfigSchema, OPTION_NAMES, optionSpec, type NodeConfig, type OptionName } from './schema.js';
+import {
+  NodeConfigSchema,
+  OPTION_NAMES,
+  optionSpec,
+  type NodeConfig,
+  type OptionName,
+} from './schema.js';
 
 export type ConfigSource = 'default' | 'file' | 'env' | 'flag';
 
@@ -39,7 +45,9 @@ export class ConfigError extends EventDbError {
   readonly issues: readonly string[];
 
   constructor(issues: readonly string[]) {
-    super('EDB_CONFIG_INVALID', `invalid configuration:\n  ${issues.join('\n  ')}`, { httpStatus: 500 });
+    super('EDB_CONFIG_INVALID', `invalid configuration:\n  ${issues.join('\n  ')}`, {
+      httpStatus: 500,
+    });
     this.name = 'ConfigError';
     this.issues = issues;
   }
@@ -60,7 +68,10 @@ export function loadConfig(input: LoadConfigInput): LoadedConfig {
   const flags = loadConfigParseFlags(input.argv, issues);
   const env = loadConfigParseEnv(input.env, warnings);
   const configPath = flags.get('config')?.value ?? env.get('config')?.value;
-  const file = typeof configPath === 'string' ? loadConfigReadFile(configPath, input.readFile, issues) : new Map();
+  const file =
+    typeof configPath === 'string'
+      ? loadConfigReadFile(configPath, input.readFile, issues)
+      : new Map();
 
   // Every given value is checked, even one a higher-precedence source overrides.
   const merged: RawValues = new Map();
@@ -76,7 +87,8 @@ export function loadConfig(input: LoadConfigInput): LoadedConfig {
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
       const name = issue.path[0] as OptionName | undefined;
-      const label = name === undefined ? 'configuration' : (merged.get(name)?.label ?? flagName(name));
+      const label =
+        name === undefined ? 'configuration' : (merged.get(name)?.label ?? flagName(name));
       issues.push(`${label}: ${issue.message}`);
     }
   }
@@ -86,7 +98,8 @@ export function loadConfig(input: LoadConfigInput): LoadedConfig {
   for (const name of OPTION_NAMES) {
     sources[name] = merged.get(name)?.source ?? 'default';
     const deprecation = optionSpec(name).deprecationMessage;
-    if (deprecation !== undefined && merged.has(name)) warnings.push(`${merged.get(name)?.label}: ${deprecation}`);
+    if (deprecation !== undefined && merged.has(name))
+      warnings.push(`${merged.get(name)?.label}: ${deprecation}`);
   }
   return { config: parsed.data, sources, warnings };
 }
@@ -146,7 +159,11 @@ function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): Ra
   return values;
 }
 
-function loadConfigReadFile(path: string, readFile: LoadConfigInput['readFile'], issues: string[]): RawValues {
+function loadConfigReadFile(
+  path: string,
+  readFile: LoadConfigInput['readFile'],
+  issues: string[],
+): RawValues {
   const values: RawValues = new Map();
   let document: unknown;
   try {
@@ -196,7 +213,9 @@ function convertValue(name: OptionName, raw: RawValue, issues: string[]): unknow
 }
 
 /** The options whose value differs from the default, secrets masked, for the startup log. */
-export function describeModifiedOptions(loaded: LoadedConfig): Record<string, { value: unknown; source: ConfigSource }> {
+export function describeModifiedOptions(
+  loaded: LoadedConfig,
+): Record<string, { value: unknown; source: ConfigSource }> {
   const modified: Record<string, { value: unknown; source: ConfigSource }> = {};
   for (const name of OPTION_NAMES) {
     const source = loaded.sources[name];

@@ -25,7 +25,10 @@ export function envName(name: OptionName): string {
   return ENV_PREFIX + words(name).join('_').toUpperCase();
 }
 
-function lookupTable(derive: (name: OptionName) => string, fold: (s: string) => string): Map<string, OptionName> {
+function lookupTable(
+  derive: (name: OptionName) => string,
+  fold: (s: string) => string,
+): Map<string, OptionName> {
   return new Map(OPTION_NAMES.map((name) => [fold(derive(name)), name]));
 }
 

@@ -25,15 +25,27 @@ export interface OptionSpec {
 // The helpers' return types are inferred so the schema keeps each option's value type.
 function integerOption(group: OptionGroup, defaultValue: number, description: string, min = 0) {
   const schema = z.number().int().min(min).max(Number.MAX_SAFE_INTEGER);
-  return { kind: 'integer' as const, group, schema: schema.default(defaultValue).describe(description) };
+  return {
+    kind: 'integer' as const,
+    group,
+    schema: schema.default(defaultValue).describe(description),
+  };
 }
 
 function booleanOption(group: OptionGroup, defaultValue: boolean, description: string) {
-  return { kind: 'boolean' as const, group, schema: z.boolean().default(defaultValue).describe(description) };
+  return {
+    kind: 'boolean' as const,
+    group,
+    schema: z.boolean().default(defaultValue).describe(description),
+  };
 }
 
 function stringOption(group: OptionGroup, defaultValue: string, description: string) {
-  return { kind: 'string' as const, group, schema: z.string().min(1).default(defaultValue).describe(description) };
+  return {
+    kind: 'string' as const,
+    group,
+    schema: z.string().min(1).default(defaultValue).describe(description),
+  };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -43,25 +55,41 @@ export const NODE_OPTIONS = {
   config: {
     kind: 'string' as const,
     group: 'Application' as const,
-    schema: z.string().min(1).optional().describe('Path of a YAML configuration file (PascalCase keys).'),
+    schema: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Path of a YAML configuration file (PascalCase keys).'),
   },
   logLevel: {
     kind: 'string' as const,
     group: 'Logging' as const,
-    schema: z.enum(LOG_LEVELS).default('info').describe(`Log level: ${LOG_LEVELS.join(', ')}.`),
+    schema: z
+      .enum(LOG_LEVELS)
+      .default('info')
+      .describe(`Log level: ${LOG_LEVELS.join(', ')}.`),
   },
   insecure: booleanOption(
     'Application',
     false,
-    'Serve plain HTTP without TLS and without certificates. TLS is not implemented yet, so the node ' +
+    'Serve plain HTTP without TLS and without certificates. TLS is not implemented yet, ' +
+      'so the node ' +
       'always behaves as if this were true and says so at startup.',
   ),
   defaultAdminPassword: {
-    ...stringOption('Application', 'changeit', 'Password of the default admin user, used when it is first created.'),
+    ...stringOption(
+      'Application',
+      'changeit',
+      'Password of the default admin user, used when it is first created.',
+    ),
     secret: true as const,
   },
   defaultOpsPassword: {
-    ...stringOption('Application', 'changeit', 'Password of the default ops user, used when it is first created.'),
+    ...stringOption(
+      'Application',
+      'changeit',
+      'Password of the default ops user, used when it is first created.',
+    ),
     secret: true as const,
   },
   allowAnonymousStreamAccess: booleanOption(
@@ -70,11 +98,34 @@ export const NODE_OPTIONS = {
     'Let requests without credentials use streams whose ACL grants $all.',
   ),
   db: stringOption('Database', 'db', 'Data directory: chunk files and checkpoints.'),
-  index: stringOption('Database', 'index', 'Index directory: index tables, indexmap, stream existence filter.'),
-  memDb: booleanOption('Database', false, 'Keep the whole database in memory; nothing is written to disk.'),
-  chunkSize: integerOption('Database', 268_435_456, 'Logical data size of one chunk file, in bytes.', 4096),
-  maxMemTableSize: integerOption('Database', 1_000_000, 'Index entries kept in memory before they are written to a table.', 1),
-  maxEventSize: integerOption('Database', 4_194_304, 'Largest accepted event (data plus metadata), in bytes.', 1),
+  index: stringOption(
+    'Database',
+    'index',
+    'Index directory: index tables, indexmap, stream existence filter.',
+  ),
+  memDb: booleanOption(
+    'Database',
+    false,
+    'Keep the whole database in memory; nothing is written to disk.',
+  ),
+  chunkSize: integerOption(
+    'Database',
+    268_435_456,
+    'Logical data size of one chunk file, in bytes.',
+    4096,
+  ),
+  maxMemTableSize: integerOption(
+    'Database',
+    1_000_000,
+    'Index entries kept in memory before they are written to a table.',
+    1,
+  ),
+  maxEventSize: integerOption(
+    'Database',
+    4_194_304,
+    'Largest accepted event (data plus metadata), in bytes.',
+    1,
+  ),
   streamExistenceFilterSize: integerOption(
     'Database',
     256_000_000,
@@ -93,13 +144,30 @@ export const NODE_OPTIONS = {
     false,
     'Do not merge small scavenged chunks into one physical chunk of about 256 MB.',
   ),
-  scavengeHistoryMaxAge: integerOption('Scavenge', 30, 'How long scavenge history streams are kept, in days.'),
+  scavengeHistoryMaxAge: integerOption(
+    'Scavenge',
+    30,
+    'How long scavenge history streams are kept, in days.',
+  ),
   alwaysKeepScavenged: {
-    ...booleanOption('Scavenge', false, 'Always keep the newer chunk written by a scavenge (deprecated).'),
+    ...booleanOption(
+      'Scavenge',
+      false,
+      'Always keep the newer chunk written by a scavenge (deprecated).',
+    ),
     deprecationMessage: 'AlwaysKeepScavenged is deprecated and has no effect.',
   },
-  scavengeBackendPageSize: integerOption('Scavenge', 16, 'Page size of the scavenge database, in KiB.', 1),
-  scavengeBackendCacheSize: integerOption('Scavenge', 67_108_864, 'Cache size of the scavenge database, in bytes.'),
+  scavengeBackendPageSize: integerOption(
+    'Scavenge',
+    16,
+    'Page size of the scavenge database, in KiB.',
+    1,
+  ),
+  scavengeBackendCacheSize: integerOption(
+    'Scavenge',
+    67_108_864,
+    'Cache size of the scavenge database, in bytes.',
+  ),
   scavengeHashUsersCacheCapacity: integerOption(
     'Scavenge',
     100_000,

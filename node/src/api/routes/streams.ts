@@ -44,24 +44,37 @@ function feed(
     const allParams = { position: params.event, count: params.count, direction: params.direction };
     return handleAllFeed(context, request, reply, allParams, query);
   }
-  const feedParams = { stream: params.stream, event: params.event, count: params.count, direction: params.direction };
+  const feedParams = {
+    stream: params.stream,
+    event: params.event,
+    count: params.count,
+    direction: params.direction,
+  };
   return handleStreamFeed(context, request, reply, feedParams, query);
 }
 
 /** `/streams/{s}/` and friends answer 307 to the same URL without the trailing slash. */
 function redirectTrailingSlash(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const [path = '', query] = request.url.split('?');
-  const location = requestBaseUrl(request) + path.replace(/\/+$/, '') + (query === undefined ? '' : `?${query}`);
+  const location =
+    requestBaseUrl(request) + path.replace(/\/+$/, '') + (query === undefined ? '' : `?${query}`);
   reply.header('location', location).header('cache-control', CACHE_FOREVER);
   return sendStatus(reply, 307, 'Temporary Redirect', 'Moved Permanently');
 }
 
-export async function registerStreamsRoutes(parent: FastifyInstance, options: StreamsRouteOptions): Promise<void> {
+export async function registerStreamsRoutes(
+  parent: FastifyInstance,
+  options: StreamsRouteOptions,
+): Promise<void> {
   await parent.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes }, (_request, body, done) => {
-      done(null, body);
-    });
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes },
+      (_request, body, done) => {
+        done(null, body);
+      },
+    );
     registerReadRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
     registerWriteRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
   });
@@ -69,28 +82,49 @@ export async function registerStreamsRoutes(parent: FastifyInstance, options: St
 
 function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void {
   const typed = app.withTypeProvider<ZodTypeProvider>();
-  typed.get('/streams/:stream', { schema: { params: StreamParams, querystring: ReadQuery } }, (request, reply) =>
-    feed(context, request, reply, { stream: request.params.stream, direction: 'backward' }, request.query),
+  typed.get(
+    '/streams/:stream',
+    { schema: { params: StreamParams, querystring: ReadQuery } },
+    (request, reply) =>
+      feed(
+        context,
+        request,
+        reply,
+        { stream: request.params.stream, direction: 'backward' },
+        request.query,
+      ),
   );
-  typed.get('/streams/:stream/metadata', { schema: { params: StreamParams, querystring: ReadQuery } }, (request, reply) =>
-    handleReadMetadata(context, request, reply, request.params, request.query),
+  typed.get(
+    '/streams/:stream/metadata',
+    { schema: { params: StreamParams, querystring: ReadQuery } },
+    (request, reply) => handleReadMetadata(context, request, reply, request.params, request.query),
   );
-  typed.get('/streams/:stream/:event', { schema: { params: EventParams, querystring: ReadQuery } }, (request, reply) => {
-    if (request.params.event === '') return redirectTrailingSlash(request, reply);
-    if (request.params.stream === ALL_STREAM) return sendNotFound(reply);
-    return handleReadEvent(context, request, reply, request.params, request.query);
-  });
-  typed.get('/streams/:stream/:event/:count', { schema: { params: PageParams, querystring: ReadQuery } }, (request, reply) =>
-    feed(context, request, reply, { ...request.params, direction: 'backward' }, request.query),
+  typed.get(
+    '/streams/:stream/:event',
+    { schema: { params: EventParams, querystring: ReadQuery } },
+    (request, reply) => {
+      if (request.params.event === '') return redirectTrailingSlash(request, reply);
+      if (request.params.stream === ALL_STREAM) return sendNotFound(reply);
+      return handleReadEvent(context, request, reply, request.params, request.query);
+    },
+  );
+  typed.get(
+    '/streams/:stream/:event/:count',
+    { schema: { params: PageParams, querystring: ReadQuery } },
+    (request, reply) =>
+      feed(context, request, reply, { ...request.params, direction: 'backward' }, request.query),
   );
   for (const direction of ['backward', 'forward'] as const) {
     typed.get(
       `/streams/:stream/:event/${direction}/:count`,
       { schema: { params: PageParams, querystring: ReadQuery } },
-      (request, reply) => feed(context, request, reply, { ...request.params, direction }, request.query),
+      (request, reply) =>
+        feed(context, request, reply, { ...request.params, direction }, request.query),
     );
   }
-  typed.get('/streams/:stream/metadata/', (request, reply) => redirectTrailingSlash(request, reply));
+  typed.get('/streams/:stream/metadata/', (request, reply) =>
+    redirectTrailingSlash(request, reply),
+  );
 }
 
 function registerWriteRoutes(app: FastifyInstance, context: StreamsContext): void {
@@ -98,8 +132,10 @@ function registerWriteRoutes(app: FastifyInstance, context: StreamsContext): voi
   typed.post('/streams/:stream', { schema: { params: StreamParams } }, (request, reply) =>
     handleAppend(context, request, reply, request.params),
   );
-  typed.post('/streams/:stream/incoming/:guid', { schema: { params: IncomingParams } }, (request, reply) =>
-    handleAppend(context, request, reply, request.params),
+  typed.post(
+    '/streams/:stream/incoming/:guid',
+    { schema: { params: IncomingParams } },
+    (request, reply) => handleAppend(context, request, reply, request.params),
   );
   typed.post('/streams/:stream/metadata', { schema: { params: StreamParams } }, (request, reply) =>
     handleWriteMetadata(context, request, reply, request.params),

@@ -10,7 +10,10 @@ const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
 const ATOM_NS = 'http://www.w3.org/2005/Atom';
 
 export function escapeXml(text: string): string {
-  return text.replace(/[<>&"']/g, (c) => `&${{ '<': 'lt', '>': 'gt', '&': 'amp', '"': 'quot', "'": 'apos' }[c]};`);
+  return text.replace(
+    /[<>&"']/g,
+    (c) => `&${{ '<': 'lt', '>': 'gt', '&': 'amp', '"': 'quot', "'": 'apos' }[c]};`,
+  );
 }
 
 /** XML names cannot hold every JSON key; unsafe characters become `_`. */
@@ -27,7 +30,9 @@ function element(name: string, inner: string): string {
 export function jsonToXml(name: string, value: unknown): string {
   if (Array.isArray(value)) return value.map((item) => jsonToXml(name, item)).join('');
   if (typeof value === 'object' && value !== null) {
-    const inner = Object.entries(value).map(([key, child]) => jsonToXml(xmlName(key), child)).join('');
+    const inner = Object.entries(value)
+      .map(([key, child]) => jsonToXml(xmlName(key), child))
+      .join('');
     return element(name, inner);
   }
   if (value === null || value === undefined) return element(name, '');
@@ -37,7 +42,12 @@ export function jsonToXml(name: string, value: unknown): string {
 /** text/xml and application/xml single-event reads: `<data>...</data>`. */
 export function eventDataXml(event: RecordedEvent): string {
   const dto = toEventDto(event);
-  return XML_DECLARATION + (typeof dto.data === 'string' ? element('data', escapeXml(dto.data)) : jsonToXml('data', dto.data));
+  return (
+    XML_DECLARATION +
+    (typeof dto.data === 'string'
+      ? element('data', escapeXml(dto.data))
+      : jsonToXml('data', dto.data))
+  );
 }
 
 /** vnd.eventstore.event+xml */
@@ -46,12 +56,20 @@ export function eventDtoXml(event: RecordedEvent): string {
 }
 
 function linksXml(links: readonly AtomLink[]): string {
-  return links.map((link) => `<link href="${escapeXml(link.uri)}" rel="${escapeXml(link.relation)}" />`).join('');
+  return links
+    .map((link) => `<link href="${escapeXml(link.uri)}" rel="${escapeXml(link.relation)}" />`)
+    .join('');
 }
 
 function entryXml(entry: Record<string, unknown>): string {
   const text = (key: string): string => escapeXml(String(entry[key] ?? ''));
-  const content = entry.content === undefined ? '' : jsonToXml('content', entry.content).replace(/^<content>/, '<content type="application/vnd.eventstore.atom+json">');
+  const content =
+    entry.content === undefined
+      ? ''
+      : jsonToXml('content', entry.content).replace(
+          /^<content>/,
+          '<content type="application/vnd.eventstore.atom+json">',
+        );
   return (
     '<entry>' +
     `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +

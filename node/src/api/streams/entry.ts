@@ -10,7 +10,14 @@ import type { RecordedEvent } from '../../storage/event-db-types.js';
 
 export type EmbedLevel = 'none' | 'content' | 'rich' | 'body' | 'prettybody' | 'tryharder';
 
-const EMBED_RANK: Record<EmbedLevel, number> = { none: 0, content: 1, rich: 2, body: 3, prettybody: 4, tryharder: 5 };
+const EMBED_RANK: Record<EmbedLevel, number> = {
+  none: 0,
+  content: 1,
+  rich: 2,
+  body: 3,
+  prettybody: 4,
+  tryharder: 5,
+};
 
 /** `?embed=` is case-insensitive; `pretty` is accepted for PrettyBody; anything else is None. */
 export function parseEmbed(value: unknown): EmbedLevel {
@@ -30,7 +37,10 @@ export function formatAtomDate(epochMs: number): string {
 
 /** Uri.EscapeDataString: everything but RFC 3986 unreserved characters is percent-encoded. */
 export function escapeStream(stream: string): string {
-  return encodeURIComponent(stream).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(stream).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 export interface AtomLink {
@@ -65,7 +75,10 @@ export function toEventDto(event: RecordedEvent): EventDto {
     eventType: event.eventType,
     eventId: event.eventId,
     data: event.isJson && dataText !== '' ? parseJsonOr(event.data, dataText) : dataText,
-    metadata: event.isJson && metadataText !== '' ? parseJsonOr(event.metadata, metadataText) : metadataText,
+    metadata:
+      event.isJson && metadataText !== ''
+        ? parseJsonOr(event.metadata, metadataText)
+        : metadataText,
   };
 }
 
@@ -90,7 +103,8 @@ export interface EntryOptions {
 export function toEntry(event: RecordedEvent, options: EntryOptions): Record<string, unknown> {
   const uri = eventUri(options.baseUrl, event);
   const rank = EMBED_RANK[options.embed];
-  const entry: Record<string, unknown> = rank >= EMBED_RANK.rich ? toRichFields(event, options.embed) : {};
+  const entry: Record<string, unknown> =
+    rank >= EMBED_RANK.rich ? toRichFields(event, options.embed) : {};
   entry.title = `${event.eventNumber}@${event.stream}`;
   entry.id = uri;
   entry.updated = formatAtomDate(event.createdMs);

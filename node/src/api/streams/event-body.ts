@@ -10,7 +10,8 @@ import { MediaType, type MediaTypeValue } from './media-types.js';
 import { parseGuid } from './request-headers.js';
 
 export const BODY_INVALID = 'Write request body invalid.';
-export const MISSING_EVENT_TYPE = 'Must include an event type with the request either in body or as ES-EventType header.';
+export const MISSING_EVENT_TYPE =
+  'Must include an event type with the request either in body or as ES-EventType header.';
 
 export type ParsedBody =
   | { readonly kind: 'events'; readonly events: readonly NewEvent[] }
@@ -22,8 +23,17 @@ export interface SingleEventHeaders {
   readonly eventId: string | undefined;
 }
 
-const BATCH_TYPES: ReadonlySet<string> = new Set([MediaType.EventsJson, MediaType.EventJson, MediaType.AtomJson]);
-const SINGLE_TYPES: ReadonlySet<string> = new Set([MediaType.Json, MediaType.Raw, MediaType.Xml, MediaType.ApplicationXml]);
+const BATCH_TYPES: ReadonlySet<string> = new Set([
+  MediaType.EventsJson,
+  MediaType.EventJson,
+  MediaType.AtomJson,
+]);
+const SINGLE_TYPES: ReadonlySet<string> = new Set([
+  MediaType.Json,
+  MediaType.Raw,
+  MediaType.Xml,
+  MediaType.ApplicationXml,
+]);
 
 export function parseEventBody(
   mediaType: MediaTypeValue,
@@ -38,7 +48,13 @@ export function parseEventBody(
     if (headers.eventType === undefined) throw badRequest(MISSING_EVENT_TYPE);
     if (headers.eventId === undefined) return { kind: 'needs-event-id' };
     const isJson = mediaType === MediaType.Json;
-    const event = { eventId: headers.eventId, eventType: headers.eventType, data: body, metadata: new Uint8Array(), isJson };
+    const event = {
+      eventId: headers.eventId,
+      eventType: headers.eventType,
+      data: body,
+      metadata: new Uint8Array(),
+      isJson,
+    };
     parsed = { kind: 'events', events: [event] };
   } else {
     throw badRequest(BODY_INVALID);
@@ -63,22 +79,36 @@ function parseBatch(body: Buffer): NewEvent[] {
 }
 
 function parseBatchItem(item: unknown): NewEvent {
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(BODY_INVALID);
-  const fields = new Map(Object.entries(item).map(([key, value]) => [key.toLowerCase(), value as unknown]));
+  if (typeof item !== 'object' || item === null || Array.isArray(item))
+    throw badRequest(BODY_INVALID);
+  const fields = new Map(
+    Object.entries(item).map(([key, value]) => [key.toLowerCase(), value as unknown]),
+  );
   const rawId = fields.get('eventid');
-  if (rawId !== undefined && rawId !== null && typeof rawId !== 'string') throw badRequest(BODY_INVALID);
+  if (rawId !== undefined && rawId !== null && typeof rawId !== 'string')
+    throw badRequest(BODY_INVALID);
   const eventId = typeof rawId === 'string' ? parseGuid(rawId) : undefined;
   if (eventId === undefined) {
-    if (typeof rawId === 'string' && !/^[{]?0{8}-?0{4}-?0{4}-?0{4}-?0{12}[}]?$/.test(rawId.trim())) {
+    if (
+      typeof rawId === 'string' &&
+      !/^[{]?0{8}-?0{4}-?0{4}-?0{4}-?0{12}[}]?$/.test(rawId.trim())
+    ) {
       throw badRequest(BODY_INVALID);
     }
     throw badRequest("Empty eventId provided. (Parameter 'eventId')");
   }
   const eventType = fields.get('eventtype');
-  if (typeof eventType !== 'string' || eventType === '') throw badRequest('Empty eventType provided.');
+  if (typeof eventType !== 'string' || eventType === '')
+    throw badRequest('Empty eventType provided.');
   const data = encodeField(fields.get('data'));
   const metadata = encodeField(fields.get('metadata'));
-  return { eventId, eventType, data: data.bytes, metadata: metadata.bytes, isJson: data.isJson || metadata.isJson };
+  return {
+    eventId,
+    eventType,
+    data: data.bytes,
+    metadata: metadata.bytes,
+    isJson: data.isJson || metadata.isJson,
+  };
 }
 
 interface EncodedField {

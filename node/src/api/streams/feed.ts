@@ -4,7 +4,14 @@
  * newest first. Links are absolute, built from the request's base URL.
  */
 import type { AllPosition, RecordedEvent } from '../../storage/event-db-types.js';
-import { AUTHOR, EMPTY_FEED_UPDATED, escapeStream, toEntry, type AtomLink, type EmbedLevel } from './entry.js';
+import {
+  AUTHOR,
+  EMPTY_FEED_UPDATED,
+  escapeStream,
+  toEntry,
+  type AtomLink,
+  type EmbedLevel,
+} from './entry.js';
 
 export const FEED_PAGE_SIZE = 20;
 
@@ -27,13 +34,18 @@ export interface FeedOptions {
   readonly embed: EmbedLevel;
 }
 
-function newestFirst(direction: 'forward' | 'backward', events: readonly RecordedEvent[]): RecordedEvent[] {
+function newestFirst(
+  direction: 'forward' | 'backward',
+  events: readonly RecordedEvent[],
+): RecordedEvent[] {
   return direction === 'forward' ? [...events].reverse() : [...events];
 }
 
 function feedUpdated(entries: readonly RecordedEvent[]): string {
   const first = entries[0];
-  return first === undefined ? EMPTY_FEED_UPDATED : new Date(first.createdMs).toISOString().replace(/\.?0+Z$/, 'Z');
+  return first === undefined
+    ? EMPTY_FEED_UPDATED
+    : new Date(first.createdMs).toISOString().replace(/\.?0+Z$/, 'Z');
 }
 
 export function streamFeedLinks(page: StreamPage, baseUrl: string): AtomLink[] {
@@ -46,16 +58,25 @@ export function streamFeedLinks(page: StreamPage, baseUrl: string): AtomLink[] {
   if (page.direction === 'backward') {
     if (!page.isEndOfStream) {
       links.push({ uri: `${root}/0/forward/${count}`, relation: 'last' });
-      links.push({ uri: `${root}/${Math.max(from - count, 0)}/backward/${count}`, relation: 'next' });
+      links.push({
+        uri: `${root}/${Math.max(from - count, 0)}/backward/${count}`,
+        relation: 'next',
+      });
     }
-    links.push({ uri: `${root}/${Math.min(from, last) + 1}/forward/${count}`, relation: 'previous' });
+    links.push({
+      uri: `${root}/${Math.min(from, last) + 1}/forward/${count}`,
+      relation: 'previous',
+    });
   } else {
     if (from - 1 >= 0) {
       links.push({ uri: `${root}/0/forward/${count}`, relation: 'last' });
       links.push({ uri: `${root}/${from - 1}/backward/${count}`, relation: 'next' });
     }
     if (!(page.isEndOfStream && page.events.length === 0)) {
-      links.push({ uri: `${root}/${Math.min(from + count - 1, last) + 1}/forward/${count}`, relation: 'previous' });
+      links.push({
+        uri: `${root}/${Math.min(from + count - 1, last) + 1}/forward/${count}`,
+        relation: 'previous',
+      });
     }
   }
   if (!page.stream.startsWith('$$')) links.push({ uri: `${root}/metadata`, relation: 'metadata' });
@@ -76,7 +97,9 @@ export function streamFeed(page: StreamPage, options: FeedOptions): Record<strin
   if (page.direction === 'backward') feed.selfUrl = root;
   if (page.direction === 'backward' && page.eTag !== undefined) feed.eTag = page.eTag;
   feed.links = streamFeedLinks(page, options.baseUrl);
-  feed.entries = entries.map((event) => toEntry(event, { baseUrl: options.baseUrl, embed: options.embed, singleEntry: false }));
+  feed.entries = entries.map((event) =>
+    toEntry(event, { baseUrl: options.baseUrl, embed: options.embed, singleEntry: false }),
+  );
   return feed;
 }
 
@@ -90,7 +113,8 @@ export function parseAllPosition(text: string): AllPosition | undefined {
   if (!/^[0-9a-f]{32}$/i.test(text)) return undefined;
   const commitPosition = Number.parseInt(text.slice(0, 16), 16);
   const preparePosition = Number.parseInt(text.slice(16), 16);
-  if (!Number.isSafeInteger(commitPosition) || !Number.isSafeInteger(preparePosition)) return undefined;
+  if (!Number.isSafeInteger(commitPosition) || !Number.isSafeInteger(preparePosition))
+    return undefined;
   return { commitPosition, preparePosition };
 }
 
@@ -106,6 +130,7 @@ export interface AllPage {
 }
 
 export const ALL_STREAM_ESCAPED = '%24all';
+const ALL_START = '0'.repeat(32);
 
 export function allFeedLinks(page: AllPage, baseUrl: string): AtomLink[] {
   const root = `${baseUrl}/streams/${ALL_STREAM_ESCAPED}`;
@@ -113,14 +138,24 @@ export function allFeedLinks(page: AllPage, baseUrl: string): AtomLink[] {
   const links: AtomLink[] = [
     { uri: root, relation: 'self' },
     { uri: `${root}/head/backward/${count}`, relation: 'first' },
-    { uri: `${root}/${formatAllPosition({ commitPosition: 0, preparePosition: 0 })}/forward/${count}`, relation: 'last' },
+    {
+      uri: `${root}/${ALL_START}/forward/${count}`,
+      relation: 'last',
+    },
   ];
   const older = page.direction === 'backward' ? page.nextPosition : page.requestedPosition;
   const newer = page.direction === 'backward' ? page.requestedPosition : page.nextPosition;
-  const atStart = page.direction === 'backward' ? page.isEnd : older.commitPosition === 0 && older.preparePosition === 0;
-  if (!atStart) links.push({ uri: `${root}/${formatAllPosition(older)}/backward/${count}`, relation: 'next' });
+  const atStart =
+    page.direction === 'backward'
+      ? page.isEnd
+      : older.commitPosition === 0 && older.preparePosition === 0;
+  if (!atStart)
+    links.push({ uri: `${root}/${formatAllPosition(older)}/backward/${count}`, relation: 'next' });
   if (!(page.direction === 'forward' && page.isEnd && page.events.length === 0)) {
-    links.push({ uri: `${root}/${formatAllPosition(newer)}/forward/${count}`, relation: 'previous' });
+    links.push({
+      uri: `${root}/${formatAllPosition(newer)}/forward/${count}`,
+      relation: 'previous',
+    });
   }
   links.push({ uri: `${root}/metadata`, relation: 'metadata' });
   return links;
@@ -139,7 +174,9 @@ export function allFeed(page: AllPage, options: FeedOptions): Record<string, unk
   if (page.direction === 'backward') feed.selfUrl = root;
   if (page.eTag !== undefined) feed.eTag = page.eTag;
   feed.links = allFeedLinks(page, options.baseUrl);
-  feed.entries = entries.map((event) => toEntry(event, { baseUrl: options.baseUrl, embed: options.embed, singleEntry: false }));
+  feed.entries = entries.map((event) =>
+    toEntry(event, { baseUrl: options.baseUrl, embed: options.embed, singleEntry: false }),
+  );
   return feed;
 }
 
@@ -148,10 +185,15 @@ export function descriptionDocument(stream: string): Record<string, unknown> {
   const href = `/streams/${escapeStream(stream)}`;
   return {
     title: `Description document for '${stream}'`,
-    description: 'The description document will be presented when no accept header is present or it was requested',
+    description:
+      'The description document will be presented when no accept header is present ' +
+      'or it was requested',
     _links: {
       self: { href, supportedContentTypes: ['application/vnd.eventstore.streamdesc+json'] },
-      stream: { href, supportedContentTypes: ['application/atom+xml', 'application/vnd.eventstore.atom+json'] },
+      stream: {
+        href,
+        supportedContentTypes: ['application/atom+xml', 'application/vnd.eventstore.atom+json'],
+      },
     },
   };
 }

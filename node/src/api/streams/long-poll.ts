@@ -6,19 +6,28 @@
 import type { CommittedWrite, EventDb } from '../../storage/event-db-types.js';
 
 export interface CommitWatcher {
-  /** Resolves true on a matching commit (also one seen before the call), false on timeout or abort. */
+  /**
+   * Resolves true on a matching commit (also one seen before the call), false on timeout or
+   * abort.
+   */
   wait(timeoutMs: number, signal: AbortSignal): Promise<boolean>;
   dispose(): void;
 }
 
 /** Aborts when the response closes (client gone) or the server is closing. */
-export function longPollSignal(response: { once(event: 'close', listener: () => void): unknown }, closing: AbortSignal): AbortSignal {
+export function longPollSignal(
+  response: { once(event: 'close', listener: () => void): unknown },
+  closing: AbortSignal,
+): AbortSignal {
   const clientGone = new AbortController();
   response.once('close', () => clientGone.abort());
   return AbortSignal.any([clientGone.signal, closing]);
 }
 
-export function watchCommits(db: EventDb, matches: (write: CommittedWrite) => boolean): CommitWatcher {
+export function watchCommits(
+  db: EventDb,
+  matches: (write: CommittedWrite) => boolean,
+): CommitWatcher {
   let seen = false;
   let wake: (() => void) | undefined;
   const unsubscribe = db.onCommitted((write) => {

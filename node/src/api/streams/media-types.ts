@@ -102,7 +102,11 @@ function parseAccept(header: string): AcceptEntry[] {
     const [type = '', ...params] = part.split(';').map((s) => s.trim());
     const q = params.find((p) => p.toLowerCase().startsWith('q='));
     const quality = q === undefined ? 1 : Number(q.slice(2));
-    return { type: canonical(type.toLowerCase()), quality: Number.isFinite(quality) ? quality : 0, position };
+    return {
+      type: canonical(type.toLowerCase()),
+      quality: Number.isFinite(quality) ? quality : 0,
+      position,
+    };
   });
   return entries
     .filter((e) => e.type.length > 0 && e.quality > 0)
@@ -137,8 +141,7 @@ export function negotiate(
 }
 
 export type RequestContentType =
-  | { readonly kind: 'ok'; readonly mediaType: MediaTypeValue }
-  | { readonly kind: 'unsupported' };
+  { readonly kind: 'ok'; readonly mediaType: MediaTypeValue } | { readonly kind: 'unsupported' };
 
 /** Parses a request Content-Type against a route's codecs (exact match, UTF-8 charset only). */
 export function parseRequestContentType(
@@ -148,7 +151,8 @@ export function parseRequestContentType(
   if (header === undefined) return { kind: 'unsupported' };
   const [type = '', ...params] = header.split(';').map((s) => s.trim());
   const charset = params.find((p) => p.toLowerCase().startsWith('charset='));
-  if (charset !== undefined && !/^charset="?utf-?8"?$/i.test(charset)) return { kind: 'unsupported' };
+  if (charset !== undefined && !/^charset="?utf-?8"?$/i.test(charset))
+    return { kind: 'unsupported' };
   const mediaType = codecs.find((c) => c === canonical(type.toLowerCase()));
   return mediaType === undefined ? { kind: 'unsupported' } : { kind: 'ok', mediaType };
 }

@@ -13,7 +13,14 @@ import { longPollSignal, watchCommits } from './long-poll.js';
 import { FEED_CODECS, MediaType, negotiate } from './media-types.js';
 import { parseCount, sendDocument, sendNotAcceptable, type FeedQuery } from './read-stream.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
-import { ALL_STREAM, authorizeStream, CACHE_FOREVER, CACHE_NEVER, requestBaseUrl, type StreamsContext } from './stream-http.js';
+import {
+  ALL_STREAM,
+  authorizeStream,
+  CACHE_FOREVER,
+  CACHE_NEVER,
+  requestBaseUrl,
+  type StreamsContext,
+} from './stream-http.js';
 
 export interface AllParams {
   /** `head` or a position token; undefined for `/streams/$all`. */
@@ -38,7 +45,10 @@ export async function handleAllFeed(
 ): Promise<FastifyReply> {
   const negotiated = negotiate(request.headers.accept, query.format, FEED_CODECS);
   if (negotiated === undefined) return sendNotAcceptable(reply);
-  const mediaType = negotiated.mediaType === MediaType.DescriptionDocJson ? MediaType.AtomJson : negotiated.mediaType;
+  const mediaType =
+    negotiated.mediaType === MediaType.DescriptionDocJson
+      ? MediaType.AtomJson
+      : negotiated.mediaType;
   const position = parsePosition(params.position ?? 'head', params.direction);
   const count = parseCount(params.count);
   readResolveLinkTos(request);

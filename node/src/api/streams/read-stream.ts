@@ -9,7 +9,14 @@ import { entryDocumentXml, eventDataXml, eventDtoXml, feedXml } from './atom-xml
 import { eventDataAsJson, parseEmbed, toEntry, toEventDto } from './entry.js';
 import { descriptionDocument, FEED_PAGE_SIZE, streamFeed, type StreamPage } from './feed.js';
 import { longPollSignal, watchCommits } from './long-poll.js';
-import { EVENT_CODECS, FEED_CODECS, isXmlType, MediaType, negotiate, type MediaTypeValue } from './media-types.js';
+import {
+  EVENT_CODECS,
+  FEED_CODECS,
+  isXmlType,
+  MediaType,
+  negotiate,
+  type MediaTypeValue,
+} from './media-types.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
 import {
   authorizeStream,
@@ -43,7 +50,8 @@ export interface FeedParams {
 export function parseEventNumber(text: string, allowHead: boolean): number | 'head' {
   if (allowHead && text.toLowerCase() === 'head') return 'head';
   const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) throw badRequest(`'${text}' is not valid event number`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value))
+    throw badRequest(`'${text}' is not valid event number`);
   return value;
 }
 
@@ -53,7 +61,8 @@ export function parseCount(text: string | undefined): number {
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
     throw badRequest(`'${text}' is not valid count. Should be positive integer`);
   }
-  if (value > READ_COUNT_MAX) throw badRequest(`Read size too big, should be less than ${READ_COUNT_MAX} items`);
+  if (value > READ_COUNT_MAX)
+    throw badRequest(`Read size too big, should be less than ${READ_COUNT_MAX} items`);
   return value;
 }
 
@@ -63,7 +72,12 @@ export function sendNotAcceptable(reply: FastifyReply): FastifyReply {
 }
 
 /** Serializes a JSON document or its XML rendering in the negotiated media type. */
-export function sendDocument(reply: FastifyReply, mediaType: MediaTypeValue, json: unknown, xml: () => string): FastifyReply {
+export function sendDocument(
+  reply: FastifyReply,
+  mediaType: MediaTypeValue,
+  json: unknown,
+  xml: () => string,
+): FastifyReply {
   reply.header('vary', 'Accept');
   const body = isXmlType(mediaType) ? xml() : JSON.stringify(json, null, 2);
   return sendStatus(reply, 200, 'OK', body, mediaType);
@@ -98,7 +112,10 @@ export async function handleStreamFeed(
     const watcher = watchCommits(context.db, (write) => write.stream === stream);
     try {
       result = await read();
-      if (result.kind !== 'stream-deleted' && (result.kind === 'stream-not-found' || result.events.length === 0)) {
+      if (
+        result.kind !== 'stream-deleted' &&
+        (result.kind === 'stream-not-found' || result.events.length === 0)
+      ) {
         const signal = longPollSignal(reply.raw, context.closing);
         if (await watcher.wait(longPollSeconds * 1000, signal)) result = await read();
       }
@@ -108,7 +125,14 @@ export async function handleStreamFeed(
   }
   if (result.kind === 'stream-not-found') return sendNotFound(reply);
   if (result.kind === 'stream-deleted') return sendDeleted(reply);
-  return sendStreamFeed(context, request, reply, { params, from, count, mediaType: negotiated.mediaType, embed: query.embed, result });
+  return sendStreamFeed(context, request, reply, {
+    params,
+    from,
+    count,
+    mediaType: negotiated.mediaType,
+    embed: query.embed,
+    result,
+  });
 }
 
 interface FeedResponse {
@@ -131,7 +155,9 @@ async function sendStreamFeed(
   const headRequested = from === 'head';
   const fromNumber = from === 'head' ? last : from;
   const cacheable =
-    params.direction === 'backward' ? !headRequested && fromNumber <= last : last + 1 >= fromNumber + count;
+    params.direction === 'backward'
+      ? !headRequested && fromNumber <= last
+      : last + 1 >= fromNumber + count;
   const eTag = eTagValue(last, mediaType);
   if (!cacheable && isNotModified(request, eTag)) {
     reply.header('etag', `"${eTag}"`).header('cache-control', CACHE_NEVER);
@@ -154,12 +180,19 @@ async function sendStreamFeed(
     reply.header('cache-control', await headCacheControl(context, params.stream, headRequested));
     reply.header('etag', `"${eTag}"`);
   }
-  const feed = streamFeed(page, { baseUrl: requestBaseUrl(request), embed: parseEmbed(response.embed) });
+  const feed = streamFeed(page, {
+    baseUrl: requestBaseUrl(request),
+    embed: parseEmbed(response.embed),
+  });
   return sendDocument(reply, mediaType, feed, () => feedXml(feed));
 }
 
 /** The head of a stream may be cached for `$cacheControl` seconds when its metadata says so. */
-async function headCacheControl(context: StreamsContext, stream: string, headRequested: boolean): Promise<string> {
+async function headCacheControl(
+  context: StreamsContext,
+  stream: string,
+  headRequested: boolean,
+): Promise<string> {
   if (!headRequested || stream.startsWith('$$')) return CACHE_NEVER;
   const { metadata } = await context.db.getStreamMetadata(stream);
   const seconds = metadata.cacheControlSeconds;
@@ -178,7 +211,10 @@ export async function handleReadEvent(
   const eventNumber = parseEventNumber(params.event, true);
   readResolveLinkTos(request);
   await authorizeStream(context, request, params.stream, 'r');
-  const result = await context.db.readEvent(params.stream, eventNumber === 'head' ? -1 : eventNumber);
+  const result = await context.db.readEvent(
+    params.stream,
+    eventNumber === 'head' ? -1 : eventNumber,
+  );
   switch (result.kind) {
     case 'stream-deleted':
       return sendDeleted(reply);
@@ -187,7 +223,10 @@ export async function handleReadEvent(
       return sendNotFound(reply);
     case 'success':
       reply.header('cache-control', eventNumber === 'head' ? CACHE_NEVER : CACHE_FOREVER);
-      return sendEvent(reply, negotiated.mediaType, result.event, { baseUrl: requestBaseUrl(request), embed: query.embed });
+      return sendEvent(reply, negotiated.mediaType, result.event, {
+        baseUrl: requestBaseUrl(request),
+        embed: query.embed,
+      });
   }
 }
 
@@ -202,7 +241,11 @@ export function sendEvent(
   switch (mediaType) {
     case MediaType.Atom:
     case MediaType.AtomJson: {
-      const entry = toEntry(event, { baseUrl: options.baseUrl, embed: parseEmbed(options.embed), singleEntry: true });
+      const entry = toEntry(event, {
+        baseUrl: options.baseUrl,
+        embed: parseEmbed(options.embed),
+        singleEntry: true,
+      });
       return sendDocument(reply, mediaType, entry, () => entryDocumentXml(entry));
     }
     case MediaType.EventJson:

@@ -25,7 +25,11 @@ function readHeader(request: FastifyRequest, names: readonly string[]): HeaderVa
   return undefined;
 }
 
-function readBoolean(request: FastifyRequest, names: readonly string[], fallback: boolean): boolean {
+function readBoolean(
+  request: FastifyRequest,
+  names: readonly string[],
+  fallback: boolean,
+): boolean {
   const header = readHeader(request, names);
   if (header === undefined) return fallback;
   if (/^true$/i.test(header.value)) return true;
@@ -69,7 +73,7 @@ export function readHardDelete(request: FastifyRequest): boolean {
   return readBoolean(request, ['HardDelete'], false);
 }
 
-/** Link resolution is not supported by the engine; the header is validated and otherwise ignored. */
+/** The engine does not resolve links; the header is validated and otherwise ignored. */
 export function readResolveLinkTos(request: FastifyRequest): boolean {
   return readBoolean(request, ['ResolveLinkTos', 'ResolveLinkTo'], true);
 }
@@ -90,7 +94,7 @@ export function readLongPollSeconds(request: FastifyRequest): number | undefined
 const GUID = /^\{?([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})\}?$/i;
 const EMPTY_GUID = '00000000-0000-0000-0000-000000000000';
 
-/** .NET Guid.TryParse's common forms (with or without dashes or braces); the empty GUID is rejected. */
+/** .NET Guid.TryParse's common forms (dashes and braces optional); the empty GUID is rejected. */
 export function parseGuid(text: string): string | undefined {
   const match = GUID.exec(text.trim());
   if (match === null) return undefined;

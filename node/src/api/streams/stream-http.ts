@@ -30,9 +30,11 @@ function firstHeader(request: FastifyRequest, name: string): string | undefined 
 /** `http://host:port[/prefix]`, from the Host header or the X-Forwarded-* headers. */
 export function requestBaseUrl(request: FastifyRequest): string {
   const protocol = firstHeader(request, 'x-forwarded-proto') ?? request.protocol;
-  let host = firstHeader(request, 'x-forwarded-host') ?? firstHeader(request, 'host') ?? request.hostname;
+  let host =
+    firstHeader(request, 'x-forwarded-host') ?? firstHeader(request, 'host') ?? request.hostname;
   const forwardedPort = firstHeader(request, 'x-forwarded-port');
-  if (forwardedPort !== undefined && /^\d+$/.test(forwardedPort)) host = `${host.replace(/:\d+$/, '')}:${forwardedPort}`;
+  if (forwardedPort !== undefined && /^\d+$/.test(forwardedPort))
+    host = `${host.replace(/:\d+$/, '')}:${forwardedPort}`;
   const prefix = firstHeader(request, 'x-forwarded-prefix');
   const path = prefix === undefined ? '' : `/${prefix.replace(/^\/+|\/+$/g, '')}`;
   return `${protocol}://${host}${path}`;
@@ -58,8 +60,13 @@ export function sendDeleted(reply: FastifyReply): FastifyReply {
   return sendStatus(reply, 410, 'Deleted');
 }
 
-export function sendWrongExpectedVersion(reply: FastifyReply, currentVersion: number): FastifyReply {
-  reply.header('SVC-CurrentVersion', String(currentVersion)).header('ES-CurrentVersion', String(currentVersion));
+export function sendWrongExpectedVersion(
+  reply: FastifyReply,
+  currentVersion: number,
+): FastifyReply {
+  reply
+    .header('SVC-CurrentVersion', String(currentVersion))
+    .header('ES-CurrentVersion', String(currentVersion));
   return sendStatus(reply, 400, 'Wrong expected EventNumber');
 }
 
@@ -81,12 +88,17 @@ export function eTagValue(version: number, mediaType: string): string {
 export function isNotModified(request: FastifyRequest, eTag: string): boolean {
   const header = request.headers['if-none-match'];
   if (header === undefined) return false;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '').replace(/^"|"$/g, '') === eTag);
+  return header
+    .split(',')
+    .some((tag) => tag.trim().replace(/^W\//, '').replace(/^"|"$/g, '') === eTag);
 }
 
 /** Thrown when the request may not do what it asks; the error handler answers 401, empty. */
 export function unauthorized(): EventDbError {
-  return new EventDbError('EDB_UNAUTHORIZED', '', { httpStatus: 401, details: { reason: 'Unauthorized' } });
+  return new EventDbError('EDB_UNAUTHORIZED', '', {
+    httpStatus: 401,
+    details: { reason: 'Unauthorized' },
+  });
 }
 
 /**
@@ -110,6 +122,7 @@ export async function authorizeStream(
     target = stream.slice(2);
     targetAccess = access === 'r' ? 'mr' : 'mw';
   }
-  if (!(await context.authorizer.canAccessStream(principal, target, targetAccess))) throw unauthorized();
+  if (!(await context.authorizer.canAccessStream(principal, target, targetAccess)))
+    throw unauthorized();
   return principal;
 }

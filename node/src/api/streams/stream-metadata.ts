@@ -8,9 +8,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../error-handler.js';
 import { escapeStream } from './entry.js';
 import { BODY_INVALID, parseEventBody } from './event-body.js';
-import { EVENT_CODECS, isXmlType, MediaType, negotiate, WRITE_CODECS, type MediaTypeValue } from './media-types.js';
+import {
+  EVENT_CODECS,
+  isXmlType,
+  MediaType,
+  negotiate,
+  WRITE_CODECS,
+  type MediaTypeValue,
+} from './media-types.js';
 import { sendEvent, sendNotAcceptable, type FeedQuery } from './read-stream.js';
-import { readEventId, readEventType, readExpectedVersion, readRequiresMaster } from './request-headers.js';
+import {
+  readEventId,
+  readEventType,
+  readExpectedVersion,
+  readRequiresMaster,
+} from './request-headers.js';
 import {
   ALL_STREAM,
   authorizeStream,
@@ -21,7 +33,13 @@ import {
   sendStatus,
   type StreamsContext,
 } from './stream-http.js';
-import { bodyBytes, requestContentType, sendCreated, sendUnsupportedMediaType, sendWriteFailure } from './write-stream.js';
+import {
+  bodyBytes,
+  requestContentType,
+  sendCreated,
+  sendUnsupportedMediaType,
+  sendWriteFailure,
+} from './write-stream.js';
 
 const METADATA_EVENT_TYPE = '$metadata';
 
@@ -35,19 +53,25 @@ export async function handleReadMetadata(
   const negotiated = negotiate(request.headers.accept, query.format, EVENT_CODECS);
   if (negotiated === undefined) return sendNotAcceptable(reply);
   const { stream } = params;
-  await authorizeStream(context, request, stream, 'mr', { requireAuthenticated: stream === ALL_STREAM });
+  await authorizeStream(context, request, stream, 'mr', {
+    requireAuthenticated: stream === ALL_STREAM,
+  });
   const state = await context.db.streamState(stream);
   if (state.kind === 'hard-deleted') return sendDeleted(reply);
   const result = await context.db.readEvent(`$$${stream}`, -1);
   reply.header('cache-control', CACHE_NEVER);
   if (result.kind === 'success') {
-    return sendEvent(reply, negotiated.mediaType, result.event, { baseUrl: requestBaseUrl(request), embed: query.embed });
+    return sendEvent(reply, negotiated.mediaType, result.event, {
+      baseUrl: requestBaseUrl(request),
+      embed: query.embed,
+    });
   }
   if (result.kind === 'stream-deleted') return sendDeleted(reply);
   if (state.kind === 'no-stream') return sendNotFound(reply);
   // An existing stream without metadata: an empty document (EventStoreDB's special case).
   reply.header('vary', 'Accept');
-  const body = isXmlType(negotiated.mediaType) || negotiated.mediaType === MediaType.Raw ? '' : '{}';
+  const body =
+    isXmlType(negotiated.mediaType) || negotiated.mediaType === MediaType.Raw ? '' : '{}';
   return sendStatus(reply, 200, 'OK', body, negotiated.mediaType);
 }
 
@@ -69,11 +93,19 @@ export async function handleWriteMetadata(
   readRequiresMaster(request);
   const headerEventId = readEventId(request);
   await authorizeStream(context, request, stream, 'mw');
-  const { raw, eventId } = parseMetadataBody(mediaType, bodyBytes(request), headerEventId, context.maxEventSizeBytes);
+  const { raw, eventId } = parseMetadataBody(
+    mediaType,
+    bodyBytes(request),
+    headerEventId,
+    context.maxEventSizeBytes,
+  );
   const result = await context.db.setStreamMetadata(stream, expectedVersion, raw, eventId);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
   request.log.debug({ stream }, 'stream metadata written');
-  return sendCreated(reply, `${requestBaseUrl(request)}/streams/${escapeStream(`$$${stream}`)}/${result.firstEventNumber}`);
+  return sendCreated(
+    reply,
+    `${requestBaseUrl(request)}/streams/${escapeStream(`$$${stream}`)}/${result.firstEventNumber}`,
+  );
 }
 
 function parseMetadataBody(
@@ -83,10 +115,16 @@ function parseMetadataBody(
   maxEventSizeBytes: number,
 ): { raw: Record<string, unknown>; eventId: string } {
   const eventId = headerEventId ?? randomUUID();
-  const parsed = parseEventBody(mediaType, body, { eventType: METADATA_EVENT_TYPE, eventId }, maxEventSizeBytes);
+  const parsed = parseEventBody(
+    mediaType,
+    body,
+    { eventType: METADATA_EVENT_TYPE, eventId },
+    maxEventSizeBytes,
+  );
   if (parsed.kind !== 'events') throw badRequest(BODY_INVALID);
   const last = parsed.events[parsed.events.length - 1];
-  if (last === undefined || (mediaType !== MediaType.Json && !last.isJson)) throw badRequest(BODY_INVALID);
+  if (last === undefined || (mediaType !== MediaType.Json && !last.isJson))
+    throw badRequest(BODY_INVALID);
   let raw: unknown;
   try {
     raw = JSON.parse(Buffer.from(last.data).toString('utf8'));

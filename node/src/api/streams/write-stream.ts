@@ -10,7 +10,12 @@ import type { AppendResult } from '../../storage/event-db-types.js';
 import { badRequest } from '../error-handler.js';
 import { escapeStream } from './entry.js';
 import { parseEventBody, type ParsedBody } from './event-body.js';
-import { INCOMING_CODECS, parseRequestContentType, WRITE_CODECS, type MediaTypeValue } from './media-types.js';
+import {
+  INCOMING_CODECS,
+  parseRequestContentType,
+  WRITE_CODECS,
+  type MediaTypeValue,
+} from './media-types.js';
 import {
   parseGuid,
   readEventId,
@@ -48,7 +53,10 @@ export function requestContentType(
 }
 
 /** Maps an append or delete result; `success` is left to the caller. */
-export function sendWriteFailure(reply: FastifyReply, result: Exclude<AppendResult, { kind: 'success' }>): FastifyReply {
+export function sendWriteFailure(
+  reply: FastifyReply,
+  result: Exclude<AppendResult, { kind: 'success' }>,
+): FastifyReply {
   switch (result.kind) {
     case 'wrong-expected-version':
       return sendWrongExpectedVersion(reply, result.currentVersion);
@@ -70,7 +78,10 @@ export async function handleAppend(
 ): Promise<FastifyReply> {
   const { stream } = params;
   if (stream === ALL_STREAM) throw unauthorized();
-  const mediaType = requestContentType(request, params.guid === undefined ? WRITE_CODECS : INCOMING_CODECS);
+  const mediaType = requestContentType(
+    request,
+    params.guid === undefined ? WRITE_CODECS : INCOMING_CODECS,
+  );
   if (mediaType === undefined) return sendUnsupportedMediaType(reply);
   const expectedVersion = readExpectedVersion(request);
   readRequiresMaster(request);
@@ -81,19 +92,30 @@ export async function handleAppend(
   }
   await authorizeStream(context, request, stream, 'w');
   const headers = { eventType: readEventType(request), eventId };
-  const parsed: ParsedBody = parseEventBody(mediaType, bodyBytes(request), headers, context.maxEventSizeBytes);
+  const parsed: ParsedBody = parseEventBody(
+    mediaType,
+    bodyBytes(request),
+    headers,
+    context.maxEventSizeBytes,
+  );
   const baseUrl = requestBaseUrl(request);
   const streamUrl = `${baseUrl}/streams/${escapeStream(stream)}`;
   if (parsed.kind === 'needs-event-id') {
     reply.header('location', `${streamUrl}/incoming/${randomUUID()}`);
     return sendStatus(reply, 307, 'Temporary Redirect', 'Forwarding to idempotent URI');
   }
-  if (expectedVersion === EXPECTED_VERSION_STREAM_EXISTS && (await isSoftDeleted(context, stream))) {
+  if (
+    expectedVersion === EXPECTED_VERSION_STREAM_EXISTS &&
+    (await isSoftDeleted(context, stream))
+  ) {
     return sendWriteFailure(reply, { kind: 'stream-deleted' });
   }
   const result = await context.db.append(stream, expectedVersion, parsed.events);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
-  request.log.debug({ stream, eventCount: parsed.events.length, idempotent: result.idempotent }, 'appended');
+  request.log.debug(
+    { stream, eventCount: parsed.events.length, idempotent: result.idempotent },
+    'appended',
+  );
   return sendCreated(reply, `${streamUrl}/${result.firstEventNumber}`);
 }
 
