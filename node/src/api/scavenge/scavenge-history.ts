@@ -149,8 +149,7 @@ export class ScavengeHistory {
   async ensureIndexStreamMetadata(): Promise<void> {
     const wantedMaxAgeSeconds = this.historyMaxAgeDays * SECONDS_PER_DAY;
     const { metadata } = await this.db.getStreamMetadata(SCAVENGES_STREAM);
-    const opsCanRead = metadata.acl?.r?.includes('$ops') ?? false;
-    if (opsCanRead && (metadata.raw['$maxAge'] ?? undefined) === wantedMaxAgeSeconds) {
+    if (metadata.raw['$maxAge'] === wantedMaxAgeSeconds && opsCanRead(metadata.raw['$acl'])) {
       this.log.debug({ stream: SCAVENGES_STREAM }, 'scavenge history metadata already set');
       return;
     }
@@ -188,4 +187,11 @@ export class ScavengeHistory {
     );
     return undefined;
   }
+}
+
+/** True when a raw `$acl` grants `$ops` read (`$r` is one role or a list of roles). */
+function opsCanRead(acl: unknown): boolean {
+  if (typeof acl !== 'object' || acl === null) return false;
+  const readRoles: unknown = (acl as Record<string, unknown>)['$r'];
+  return readRoles === '$ops' || (Array.isArray(readRoles) && readRoles.includes('$ops'));
 }
