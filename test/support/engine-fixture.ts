@@ -29,3 +29,10 @@ export async function openTestEngine(options: EventDbOptions, deps: Partial<Even
 export function jsonEvent(body: unknown, eventType = 'TestEvent', eventId: string = crypto.randomUUID()): NewEvent {
   return { eventId, eventType, data: Buffer.from(JSON.stringify(body)), metadata: Buffer.alloc(0), isJson: true };
 }
+
+/** A logger that keeps every line (parsed) for assertions. */
+export function capturingLog(level = 'debug'): { log: pino.Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const log = pino({ level }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } });
+  return { log, lines };
+}

@@ -193,6 +193,14 @@ export interface EventDbOptions {
   readonly streamExistenceFilterSizeBytes: number;
   /** Candidates walked per stream on a hash collision before giving up (default 100). */
   readonly hashCollisionReadLimit: number;
+  /** Scavenging: do not merge small scavenged chunks (default false). */
+  readonly disableScavengeMerging?: boolean;
+  /** Scavenge database page size in bytes (default 16 KiB). */
+  readonly scavengeBackendPageSizeBytes?: number;
+  /** Scavenge database cache size in bytes (default 64 MiB). */
+  readonly scavengeBackendCacheSizeBytes?: number;
+  /** Stream hashes remembered for collision checks during accumulation (default 100,000). */
+  readonly scavengeHashUsersCacheCapacity?: number;
 }
 
 /** Called once when the engine hits a condition it must not continue from (fsync failure, corruption). */

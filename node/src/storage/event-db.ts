@@ -37,6 +37,14 @@ import type { IndexEntry, StreamHasher, StreamIndex } from './index/stream-index
 import { ioCounters } from '../platform/block-file.js';
 import { BoundedCache } from './bounded-cache.js';
 import { openIndexForEngine } from './index-adapter.js';
+import {
+  SCAVENGE_POINT_EVENT_TYPE, SCAVENGE_POINTS_STREAM,
+  type ScavengeHandle, type ScavengeListener, type ScavengeParams, type ScavengePoint, type ScavengeState,
+} from './scavenge/scavenge-types.js';
+import { runScavenge } from './scavenge/scavenger.js';
+import type { ScavengeAccess } from './scavenge/scavenge-access.js';
+import { openMemoryScavengeState } from './scavenge/memory-scavenge-state.js';
+import { openSqliteScavengeState } from './scavenge/sqlite-scavenge-state.js';
 import type { StreamExistenceFilter } from './index/stream-existence-filter.js';
 
 export interface EventDbDeps {
@@ -52,6 +60,8 @@ export interface EventDbDeps {
 
 type WriteRequest = {
   readonly build: (ctx: BatchContext) => PlannedRecordGroup[] | AppendResult;
+  /** The write must start a chunk of its own (a scavenge point completes the active chunk). */
+  readonly requiresFreshChunk?: boolean;
   readonly resolve: (r: AppendResult) => void;
   readonly reject: (e: unknown) => void;
 };
@@ -236,6 +246,20 @@ export class Engine implements EventDb {
     return this.append(metastreamOf(stream), expectedVersion, [event]);
   }
 
+  /**
+   * Writes a scavenge point: completes the active chunk (so everything before the point is in
+   * completed chunks), then writes `$scavengePoint` #expectedNumber at the start of a new chunk.
+   */
+  async writeScavengePoint(threshold: number): Promise<AppendResult> {
+    const stream = SCAVENGE_POINTS_STREAM;
+    const event: NewEvent = {
+      eventId: crypto.randomUUID(), eventType: SCAVENGE_POINT_EVENT_TYPE, isJson: true, metadata: Buffer.alloc(0),
+      data: Buffer.from(JSON.stringify(threshold === 0 ? {} : { threshold })),
+    };
+    this.validateWrite(stream, ExpectedVersion.Any, [event]);
+    return this.enqueue((ctx) => this.buildAppend(ctx, stream, ExpectedVersion.Any, [event]), true);
+  }
+
   private validateWrite(stream: string, expectedVersion: number, events: readonly NewEvent[]): void {
     if (this.closed) throw new EventDbError('EDB_CLOSED', 'the database is shutting down', { httpStatus: 503 });
     if (stream.length === 0) throw badRequest('stream name must not be empty');
@@ -317,10 +341,10 @@ export class Engine implements EventDb {
     return [{ kind: 'events', stream, events: planned }];
   }
 
-  private enqueue(build: WriteRequest['build']): Promise<AppendResult> {
+  private enqueue(build: WriteRequest['build'], requiresFreshChunk = false): Promise<AppendResult> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise<AppendResult>((resolve, reject) => {
-      this.queue.push({ build, resolve, reject });
+      this.queue.push({ build, resolve, reject, requiresFreshChunk });
       if (!this.writing) void this.runWriter();
     });
   }
@@ -363,6 +387,10 @@ export class Engine implements EventDb {
     let sizeBytes = 0;
     while (this.queue.length > 0) {
       const request = this.queue[0]!;
+      if (request.requiresFreshChunk === true) {
+        if (outcomes.length > 0) return { outcomes, needsNewChunk: false, sizeBytes, ctx };
+        if (this.writerPos > active.startPosition) return { outcomes, needsNewChunk: true, sizeBytes, ctx };
+      }
       let built: PlannedRecordGroup[] | AppendResult;
       try {
         built = request.build(ctx);
@@ -522,6 +550,7 @@ export class Engine implements EventDb {
     for (const entry of this.index.iterateDescending(this.hasher(stream))) {
       if (walked++ >= this.options.hashCollisionReadLimit) break;
       const record = this.readPrepareAt(entry.logPosition);
+      if (record === undefined) continue;
       if (record.stream === stream) { last = entry.eventNumber; break; }
       this.cacheStats.hashCollisions += 1;
     }
@@ -547,9 +576,14 @@ export class Engine implements EventDb {
     return this.findEventRecord(stream, eventNumber)?.eventId;
   }
 
-  private readPrepareAt(logPosition: number): PrepareRecord {
+  /**
+   * The event record an index entry points at; undefined when a scavenge removed it (the index
+   * drops such entries in the scavenge's index stage, which may not have run yet).
+   */
+  private readPrepareAt(logPosition: number): PrepareRecord | undefined {
     this.cacheStats.notCachedRecord += 1;
     const frame = this.registry.readRecord(logPosition, this.committedPos);
+    if (frame.kind !== 'record' && this.registry.isScavengedAway(logPosition)) return undefined;
     if (frame.kind !== 'record' || frame.record.type !== RecordType.Prepare) {
       const reason = frame.kind === 'torn' ? frame.reason : frame.kind === 'end' ? 'no record' : 'not an event record';
       throw new FatalError('EDB_INDEX_CORRUPT', `index points at log position ${logPosition} but the log has ${reason} there`);
@@ -562,6 +596,7 @@ export class Engine implements EventDb {
     const candidates = this.index.getRange(this.hasher(stream), eventNumber, eventNumber);
     for (const c of candidates) {
       const record = this.readPrepareAt(c.logPosition);
+      if (record === undefined) continue;
       if (record.stream === stream) return record;
       this.cacheStats.hashCollisions += 1;
     }
@@ -633,6 +668,7 @@ export class Engine implements EventDb {
     for (const entry of this.index.getRange(this.hasher(stream), from, to)) {
       if (entry.eventNumber === previous) continue;
       const record = this.readPrepareAt(entry.logPosition);
+      if (record === undefined) continue;
       if (record.stream !== stream) { this.cacheStats.hashCollisions += 1; continue; }
       previous = entry.eventNumber;
       if (isExpired(meta, record.timestampMs, nowMs)) continue;
@@ -679,6 +715,91 @@ export class Engine implements EventDb {
     await this.index.mergeAll();
   }
 
+  // ---------------------------------------------------------------- scavenging
+
+  private runningScavenge: { handle: ScavengeHandle; controller: AbortController } | undefined;
+  private memoryScavengeState: ScavengeState | undefined;
+
+  startScavenge(scavengeId: string, params: ScavengeParams, listener: ScavengeListener): ScavengeHandle {
+    if (this.runningScavenge) throw new EventDbError('EDB_SCAVENGE_RUNNING', 'Scavenge is already running', { httpStatus: 400 });
+    if (this.closed) throw new EventDbError('EDB_CLOSED', 'the database is shutting down', { httpStatus: 503 });
+    const controller = new AbortController();
+    const done = runScavenge(this.scavengeAccess(), {
+      scavengeId, params, listener, signal: controller.signal, onFatal: (err) => this.fail(err),
+    }).finally(() => { this.runningScavenge = undefined; });
+    const handle: ScavengeHandle = {
+      scavengeId, done,
+      stop: async () => { controller.abort(); return done; },
+    };
+    this.runningScavenge = { handle, controller };
+    return handle;
+  }
+
+  private scavengeAccess(): ScavengeAccess {
+    const o = this.options;
+    return {
+      log: this.deps.log.child({ component: 'storage.scavenge' }),
+      registry: this.registry, index: this.index, hasher: this.hasher, chunkSizeBytes: o.chunkSizeBytes,
+      disableMerging: o.disableScavengeMerging ?? false,
+      latestScavengePoint: () => this.latestScavengePoint(),
+      writeScavengePoint: async (threshold) => {
+        const r = await this.writeScavengePoint(threshold);
+        if (r.kind !== 'success') throw new FatalError('EDB_INVARIANT', `could not write a scavenge point: ${r.kind}`);
+        const point = this.scavengePointAt(r.firstEventNumber);
+        assert(point !== undefined, 'the scavenge point just written is readable');
+        return point;
+      },
+      lastEventNumberBefore: (stream, position) => this.lastEventNumberBefore(stream, position),
+      openState: () => this.openScavengeState(),
+    };
+  }
+
+  private openScavengeState(): ScavengeState {
+    const o = this.options;
+    if (o.memDb) {
+      // One state for the life of the process; a run's close() must not drop it.
+      this.memoryScavengeState ??= openMemoryScavengeState({ hashUsersCacheCapacity: o.scavengeHashUsersCacheCapacity ?? 100_000 });
+      const state = this.memoryScavengeState;
+      return Object.assign(Object.create(state) as ScavengeState, { close: () => undefined });
+    }
+    return openSqliteScavengeState({
+      indexPath: o.indexPath, log: this.deps.log.child({ component: 'storage.scavenge.state' }),
+      ...(o.scavengeBackendPageSizeBytes !== undefined ? { pageSizeBytes: o.scavengeBackendPageSizeBytes } : {}),
+      ...(o.scavengeBackendCacheSizeBytes !== undefined ? { cacheSizeBytes: o.scavengeBackendCacheSizeBytes } : {}),
+      ...(o.scavengeHashUsersCacheCapacity !== undefined ? { hashUsersCacheCapacity: o.scavengeHashUsersCacheCapacity } : {}),
+    });
+  }
+
+  private latestScavengePoint(): ScavengePoint | undefined {
+    const last = this.committedLastEventNumber(SCAVENGE_POINTS_STREAM);
+    return last >= 0 ? this.scavengePointAt(last) : undefined;
+  }
+
+  private scavengePointAt(eventNumber: number): ScavengePoint | undefined {
+    const record = this.findEventRecord(SCAVENGE_POINTS_STREAM, eventNumber);
+    if (!record) return undefined;
+    let threshold = 0;
+    try {
+      const parsed = JSON.parse(record.data.toString('utf8')) as { threshold?: unknown };
+      if (typeof parsed.threshold === 'number' && Number.isInteger(parsed.threshold)) threshold = parsed.threshold;
+    } catch {
+      // A scavenge point with unreadable data keeps the default threshold.
+    }
+    return { number: eventNumber, position: record.logPosition, effectiveNowMs: record.timestampMs, threshold };
+  }
+
+  /** The stream's last event number among records before `position` (-1 when none). */
+  private lastEventNumberBefore(stream: string, position: number): number {
+    let walked = 0;
+    for (const entry of this.index.iterateDescending(this.hasher(stream))) {
+      if (entry.logPosition >= position) continue;
+      if (walked++ >= this.options.hashCollisionReadLimit) break;
+      const record = this.readPrepareAt(entry.logPosition);
+      if (record !== undefined && record.stream === stream) return entry.eventNumber;
+    }
+    return -1;
+  }
+
   stats(): EngineStats {
     const f = this.flushStats;
     const index = this.index.stats();
@@ -702,6 +823,7 @@ export class Engine implements EventDb {
     if (this.closed) return;
     this.closed = true;
     if (this.chaserTimer) clearInterval(this.chaserTimer);
+    if (this.runningScavenge) await this.runningScavenge.handle.stop().catch(() => undefined);
     for (let i = 0; i < 1000 && (this.writing || this.queue.length > 0) && !this.failed; i++) {
       await new Promise((r) => setTimeout(r, 5));
     }

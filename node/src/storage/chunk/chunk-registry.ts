@@ -63,7 +63,12 @@ export class ChunkRegistry {
         await this.storage.remove(name);
         continue;
       }
-      if (n < expected) continue; // covered by a merged chunk before it
+      if (n < expected) {
+        // Covered by a merged chunk before it: a leftover of a merge interrupted after the rename.
+        this.log.warn({ file: name }, 'deleting chunk file covered by a merged chunk');
+        await this.storage.remove(name);
+        continue;
+      }
       if (n !== expected) throw new FatalError('EDB_CHUNK_CORRUPT', `chunk ${expected} is missing from ${this.storage.description} (found ${name})`);
       const chunk = Chunk.open(this.storage.open(name, true), true);
       if (chunk.header.chunkStartNumber !== n) {
@@ -135,6 +140,62 @@ export class ChunkRegistry {
     await active.complete();
     this.log.info({ file: active.file.path, dataSizeBytes: active.physicalDataSizeBytes }, 'chunk completed');
     return this.addNewChunk(active.header.chunkEndNumber + 1);
+  }
+
+  /** File name (in storage) of a chunk. */
+  fileNameOf(chunk: Chunk): string {
+    const parts = chunk.file.path.split(/[\\/]/);
+    return parts[parts.length - 1]!;
+  }
+
+  /** The next file version for a chunk range starting at `chunkStartNumber`. */
+  nextVersionFor(chunkStartNumber: number): number {
+    let highest = -1;
+    for (const name of this.storage.list()) {
+      const parsed = parseChunkFileName(name);
+      if (parsed && parsed.chunkNumber === chunkStartNumber) highest = Math.max(highest, parsed.version);
+    }
+    return highest + 1;
+  }
+
+  /**
+   * Puts a new completed chunk file (written under `tempName`) in place of the chunks it covers:
+   * rename to its versioned name, sync the directory, swap the in-memory mapping in one
+   * synchronous step (so no reader ever sees half of it), then close and delete the old files.
+   * A crash after the rename leaves both versions; start-up keeps the newer and deletes the rest.
+   */
+  async swapIn(tempName: string): Promise<{ chunk: Chunk; oldSizeBytes: number; newSizeBytes: number }> {
+    const probe = Chunk.open(this.storage.open(tempName, false), true);
+    const start = probe.header.chunkStartNumber;
+    const end = probe.header.chunkEndNumber;
+    await probe.close();
+    const finalName = chunkFileName(start, this.nextVersionFor(start));
+    await this.storage.rename(tempName, finalName);
+    await this.storage.syncDirectory();
+    const chunk = Chunk.open(this.storage.open(finalName, false), false);
+    const old = new Set<Chunk>();
+    for (let i = start; i <= end; i++) {
+      const c = this.chunks[i];
+      assert(c !== undefined && c.isCompleted, `chunk ${i} exists and is completed before a swap`);
+      old.add(c);
+    }
+    for (let i = start; i <= end; i++) this.chunks[i] = chunk;
+    let oldSizeBytes = 0;
+    for (const c of old) {
+      oldSizeBytes += c.file.sizeBytes();
+      const name = this.fileNameOf(c);
+      await c.close();
+      await this.storage.remove(name);
+    }
+    await this.storage.syncDirectory();
+    return { chunk, oldSizeBytes, newSizeBytes: chunk.file.sizeBytes() };
+  }
+
+  /** True when `logPosition` is in a scavenged chunk that no longer holds a record there. */
+  isScavengedAway(logPosition: number): boolean {
+    const chunk = this.chunkAt(logPosition);
+    if (!chunk || !chunk.header.isScavenged) return false;
+    return chunk.physicalOffsetOf(logPosition - chunk.startPosition) < 0;
   }
 
   /** Reads the record at a log position; `writerPosition` bounds what may be read. */

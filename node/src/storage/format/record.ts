@@ -280,3 +280,26 @@ export function decodeFrameIndexFields(buf: Buffer, offset: number, limit: numbe
   }
   return { kind: 'record', fields, frameSizeBytes: payloadBytes + RECORD_FRAME_OVERHEAD_BYTES };
 }
+
+/** The fixed fields of a prepare payload, read without decoding data (scavenge decisions). */
+export interface PrepareHeader {
+  readonly flags: number;
+  readonly transactionPosition: number;
+  readonly eventNumber: number;
+  readonly timestampMs: number;
+  readonly stream: string;
+}
+
+export function decodePrepareHeader(payload: Buffer): PrepareHeader {
+  let p = COMMON_BYTES;
+  const flags = payload.readUInt16LE(p); p += 2;
+  const transactionPosition = readInt64(payload, p); p += 8 + 4;
+  const eventNumber = readInt64(payload, p); p += 8 + 16;
+  const timestampMs = readInt64(payload, p);
+  return { flags, transactionPosition, eventNumber, timestampMs, stream: peekPrepareStream(payload) };
+}
+
+/** Transaction position of a commit payload. */
+export function commitTransactionPosition(payload: Buffer): number {
+  return readInt64(payload, COMMON_BYTES);
+}

@@ -1,0 +1,115 @@
+/**
+ * Accumulation: reads each chunk added since the previous scavenge, up to the scavenge point,
+ * once. Records in the scavenge state: metadata records (the stream's $maxAge/$maxCount/$tb, and
+ * the metastream's discard point: metastreams keep only their latest record), tombstones, the
+ * min/max timestamp of each logical chunk, and weight for the chunk of every metadata record
+ * that a newer one replaces. One state transaction per chunk, with the checkpoint.
+ */
+import { PrepareFlags, RecordType, decodePayload, decodePrepareHeader } from '../format/record.js';
+import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
+import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } from '../stream-metadata.js';
+import { forEachFrame } from './chunk-frames.js';
+import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
+import type { OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
+
+/** Weight of one record that can be removed (spec: weight ~ 2 x removable records). */
+export const REMOVABLE_RECORD_WEIGHT = 2;
+
+export async function accumulate(access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, pacer: ScavengePacer): Promise<number> {
+  const lastChunkInScope = Math.floor(point.position / access.chunkSizeBytes) - 1;
+  let accumulated = 0;
+  for (const chunk of access.registry.allChunks()) {
+    if (chunk.header.chunkEndNumber <= state.lastAccumulatedChunk()) continue;
+    if (chunk.header.chunkEndNumber > lastChunkInScope || !chunk.isCompleted) break;
+    const times = new Map<number, { minMs: number; maxMs: number }>();
+    const changes = new ChunkChanges(state, access.hasher);
+    await forEachFrame(chunk, (_frame, logPosition, payload) => {
+      if (payload.readUInt8(0) !== RecordType.Prepare) return;
+      const header = decodePrepareHeader(payload);
+      const logicalChunk = Math.floor(logPosition / access.chunkSizeBytes);
+      const t = times.get(logicalChunk);
+      if (!t) times.set(logicalChunk, { minMs: header.timestampMs, maxMs: header.timestampMs });
+      else { t.minMs = Math.min(t.minMs, header.timestampMs); t.maxMs = Math.max(t.maxMs, header.timestampMs); }
+      changes.hashUser(header.stream);
+      if (isMetastream(header.stream)) {
+        const record = decodePayload(payload);
+        if (record.type === RecordType.Prepare) changes.metadata(header.stream, header.eventNumber, logicalChunk, record.data);
+      } else if ((header.flags & PrepareFlags.StreamDelete) !== 0 || header.eventNumber === TOMBSTONE_EVENT_NUMBER) {
+        changes.tombstone(header.stream);
+      }
+    }, () => pacer.yieldNow());
+    state.transaction(() => {
+      changes.apply();
+      for (const [n, t] of times) {
+        const old = state.getChunkTimeRange(n);
+        state.setChunkTimeRange(n, Math.min(t.minMs, old?.minMs ?? t.minMs), Math.max(t.maxMs, old?.maxMs ?? t.maxMs));
+      }
+      state.setLastAccumulatedChunk(chunk.header.chunkEndNumber);
+      state.setCheckpoint({ stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: chunk.header.chunkEndNumber });
+    });
+    accumulated++;
+    access.log.debug({ chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber }, 'chunk accumulated');
+    await pacer.afterUnit();
+  }
+  return accumulated;
+}
+
+/** Collects one chunk's effects in memory, then writes them in the chunk's transaction. */
+class ChunkChanges {
+  private readonly originals = new Map<string, OriginalStreamData>();
+  private readonly metas = new Map<string, { discardPoint: number; lastRecordChunk: number | null; isTombstoned: boolean }>();
+  private readonly weights = new Map<number, number>();
+  /** Distinct stream names of the chunk, checked once each for hash collisions. */
+  private readonly streams = new Set<string>();
+
+  constructor(private readonly state: ScavengeState, private readonly hasher: (s: string) => bigint) {}
+
+  hashUser(stream: string): void {
+    this.streams.add(stream);
+  }
+
+  private original(stream: string): OriginalStreamData {
+    return this.originals.get(stream) ?? this.state.getOriginal(stream) ?? {
+      stream, isTombstoned: false, maxAgeSeconds: null, maxCount: null, truncateBefore: null,
+      discardPoint: 0, maybeDiscardPoint: 0, lastEventNumber: -1, status: 'Active',
+    };
+  }
+
+  private meta(metastream: string): { discardPoint: number; lastRecordChunk: number | null; isTombstoned: boolean } {
+    return this.metas.get(metastream) ?? this.state.getMeta(metastream) ?? { discardPoint: 0, lastRecordChunk: null, isTombstoned: false };
+  }
+
+  private addWeight(chunk: number): void {
+    this.weights.set(chunk, (this.weights.get(chunk) ?? 0) + REMOVABLE_RECORD_WEIGHT);
+  }
+
+  metadata(metastream: string, eventNumber: number, logicalChunk: number, data: Buffer): void {
+    const meta = this.meta(metastream);
+    if (eventNumber < meta.discardPoint) { this.addWeight(logicalChunk); return; } // out of order: already replaced
+    if (meta.lastRecordChunk !== null) this.addWeight(meta.lastRecordChunk);
+    this.metas.set(metastream, { ...meta, discardPoint: eventNumber, lastRecordChunk: logicalChunk });
+    const parsed = parseStreamMetadata(data);
+    const stream = originalStreamOf(metastream);
+    const o = this.original(stream);
+    this.originals.set(stream, {
+      ...o, maxAgeSeconds: parsed.maxAgeSeconds ?? null, maxCount: parsed.maxCount ?? null,
+      truncateBefore: parsed.truncateBefore ?? null, status: o.isTombstoned ? 'Archived' : 'Active',
+    });
+  }
+
+  tombstone(stream: string): void {
+    const o = this.original(stream);
+    this.originals.set(stream, { ...o, isTombstoned: true, status: 'Active' });
+    const metastream = metastreamOf(stream);
+    const meta = this.meta(metastream);
+    if (meta.lastRecordChunk !== null && !meta.isTombstoned) this.addWeight(meta.lastRecordChunk);
+    this.metas.set(metastream, { ...meta, isTombstoned: true });
+  }
+
+  apply(): void {
+    for (const stream of this.streams) this.state.checkHashUser(this.hasher(stream), stream);
+    for (const o of this.originals.values()) this.state.setOriginal(o);
+    for (const [metastream, m] of this.metas) this.state.setMeta({ metastream, ...m });
+    for (const [chunk, w] of this.weights) this.state.addChunkWeight(chunk, w);
+  }
+}

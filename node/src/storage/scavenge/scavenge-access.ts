@@ -1,0 +1,79 @@
+/**
+ * What the scavenge phases may use of the engine: a narrow view, so the phases stay testable
+ * and cannot reach the writer.
+ */
+import type { Logger } from 'pino';
+import type { ChunkRegistry } from '../chunk/chunk-registry.js';
+import type { StreamHasher, StreamIndex } from '../index/stream-index-port.js';
+import type { ScavengePoint, ScavengeState } from './scavenge-types.js';
+
+export interface ScavengeAccess {
+  readonly log: Logger;
+  readonly registry: ChunkRegistry;
+  readonly index: StreamIndex;
+  readonly hasher: StreamHasher;
+  readonly chunkSizeBytes: number;
+  readonly disableMerging: boolean;
+  /** The latest scavenge point in the log, if any. */
+  latestScavengePoint(): ScavengePoint | undefined;
+  /** Writes a new scavenge point (completing the active chunk) and returns it. */
+  writeScavengePoint(threshold: number): Promise<ScavengePoint>;
+  /** The stream's last event number among records before `position` (-1 when none). */
+  lastEventNumberBefore(stream: string, position: number): number;
+  openState(): ScavengeState;
+}
+
+/** Thrown at a cancel point when the run was asked to stop. */
+export class ScavengeStopped extends Error {
+  constructor() {
+    super('scavenge stopped');
+    this.name = 'ScavengeStopped';
+  }
+}
+
+/**
+ * Cancel points and throttling. `throttlePercent` p < 100: after each unit of work that took t
+ * ms, rest t * (100 - p) / p ms, so the run is active about p% of the time (50 -> about twice as
+ * long). Every pause also yields to the event loop so the node keeps serving.
+ */
+export class ScavengePacer {
+  private workStartedMs = performance.now();
+
+  constructor(private readonly signal: AbortSignal, private readonly throttlePercent: number) {}
+
+  checkStopped(): void {
+    if (this.signal.aborted) throw new ScavengeStopped();
+  }
+
+  /** Called between small steps: yields, and honours a stop request. */
+  async yieldNow(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.checkStopped();
+  }
+
+  /** Called after each unit of work (a chunk): rests per the throttle, then checks for stop. */
+  async afterUnit(): Promise<void> {
+    const workedMs = performance.now() - this.workStartedMs;
+    if (this.throttlePercent < 100) {
+      const restMs = (workedMs * (100 - this.throttlePercent)) / this.throttlePercent;
+      await sleepUnlessAborted(restMs, this.signal);
+    } else {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    this.checkStopped();
+    this.workStartedMs = performance.now();
+  }
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) { resolve(); return; }
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}

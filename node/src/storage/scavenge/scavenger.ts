@@ -1,0 +1,133 @@
+/**
+ * The scavenge orchestrator. A run is tied to one scavenge point and goes through the stages in
+ * order, each checkpointed in the scavenge state so a stopped or crashed run resumes where it
+ * ended (spec "Scavenging semantics" 5, 8, 9):
+ *
+ *   Beginning: resume an unfinished checkpoint; else use the newest scavenge point not yet
+ *              completed; else (unless syncOnly) write a new one.
+ *   Accumulating -> Calculating -> ExecutingChunks -> MergingChunks -> ExecutingIndex ->
+ *   Cleaning -> Done.
+ */
+import type { Logger } from 'pino';
+import { accumulate } from './accumulate.js';
+import { calculate } from './calculate.js';
+import { chunksInScope, chunkWeight, executeChunks, executeIndex, mergeChunks, type ExecutionTotals } from './execute.js';
+import { ScavengePacer, ScavengeStopped, type ScavengeAccess } from './scavenge-access.js';
+import type { ScavengeCheckpoint, ScavengeListener, ScavengeOutcome, ScavengeParams, ScavengePoint, ScavengeState } from './scavenge-types.js';
+import { FatalError } from '../../errors.js';
+
+export interface ScavengeRunOptions {
+  readonly scavengeId: string;
+  readonly params: ScavengeParams;
+  readonly listener: ScavengeListener;
+  readonly signal: AbortSignal;
+  readonly onFatal: (err: Error) => void;
+}
+
+export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOptions): Promise<ScavengeOutcome> {
+  const startedMs = performance.now();
+  const log = access.log.child({ scavengeId: options.scavengeId });
+  const totals: ExecutionTotals = { spaceSavedBytes: 0, executedChunks: 0, maxChunkScavenged: -1 };
+  let state: ScavengeState | undefined;
+  let outcome: ScavengeOutcome;
+  try {
+    state = access.openState();
+    const begun = await begin(access, state, options, log);
+    await options.listener.started({ scavengeId: options.scavengeId, scavengePoint: begun?.scavengePoint });
+    if (begun) {
+      log.info({ stage: begun.stage, scavengePoint: begun.scavengePoint }, 'scavenge started');
+      await runStages(access, state, begun, options, log, totals);
+    } else {
+      log.info('scavenge has nothing to do: no unreached scavenge point and syncOnly is set');
+    }
+    outcome = finish('Success', null);
+  } catch (err: unknown) {
+    if (err instanceof ScavengeStopped) {
+      log.info('scavenge stopped');
+      outcome = finish('Stopped', null);
+    } else {
+      log.error({ err }, 'scavenge failed');
+      outcome = finish('Errored', `Error while scavenging DB: ${(err as Error).message}`);
+      if (err instanceof FatalError) options.onFatal(err);
+    }
+  } finally {
+    state?.close();
+  }
+  await options.listener.completed({
+    scavengeId: options.scavengeId, result: outcome.result, error: outcome.error, timeTakenMs: outcome.timeTakenMs,
+    spaceSavedBytes: outcome.spaceSavedBytes, maxChunkScavenged: totals.maxChunkScavenged,
+  }).catch((err: unknown) => log.warn({ err }, 'could not record scavenge completion'));
+  log.info({ result: outcome.result, spaceSavedBytes: outcome.spaceSavedBytes, timeTakenMs: Math.round(outcome.timeTakenMs) }, 'scavenge completed');
+  return outcome;
+
+  function finish(result: ScavengeOutcome['result'], error: string | null): ScavengeOutcome {
+    return { result, error, spaceSavedBytes: totals.spaceSavedBytes, timeTakenMs: performance.now() - startedMs };
+  }
+}
+
+async function begin(access: ScavengeAccess, state: ScavengeState, options: ScavengeRunOptions, log: Logger): Promise<ScavengeCheckpoint | undefined> {
+  const checkpoint = state.getCheckpoint();
+  if (checkpoint && checkpoint.stage !== 'Done') {
+    log.info({ stage: checkpoint.stage }, 'resuming the previous scavenge');
+    return checkpoint;
+  }
+  const latest = access.latestScavengePoint();
+  let point: ScavengePoint;
+  if (latest && latest.number > state.lastCompletedScavengePointNumber()) {
+    point = latest;
+  } else if (options.params.syncOnly) {
+    return undefined;
+  } else {
+    point = await access.writeScavengePoint(options.params.threshold);
+  }
+  const first: ScavengeCheckpoint = { stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: null };
+  state.transaction(() => state.setCheckpoint(first));
+  return first;
+}
+
+async function runStages(
+  access: ScavengeAccess, state: ScavengeState, checkpoint: ScavengeCheckpoint, options: ScavengeRunOptions, log: Logger, totals: ExecutionTotals,
+): Promise<void> {
+  const point = checkpoint.scavengePoint;
+  const pacer = new ScavengePacer(options.signal, options.params.throttlePercent);
+  const run = { scavengeId: options.scavengeId, listener: options.listener, threads: options.params.threads };
+  const set = (c: ScavengeCheckpoint): void => state.transaction(() => state.setCheckpoint(c));
+  let stage = checkpoint.stage;
+  if (stage === 'Accumulating') {
+    const chunks = await accumulate(access, state, point, pacer);
+    log.info({ chunks, hashUsers: state.hashUsersCacheStats() }, 'accumulation done');
+    set({ stage: 'Calculating', scavengePoint: point, doneStream: null });
+    stage = 'Calculating';
+  }
+  if (stage === 'Calculating') {
+    const doneStream = checkpoint.stage === 'Calculating' ? checkpoint.doneStream : null;
+    const streams = await calculate(access, state, point, doneStream, pacer);
+    log.info({ streams }, 'calculation done');
+    set({ stage: 'ExecutingChunks', scavengePoint: point, doneLogicalChunkNumber: null });
+    stage = 'ExecutingChunks';
+  }
+  if (stage === 'ExecutingChunks') {
+    const done = checkpoint.stage === 'ExecutingChunks' ? checkpoint.doneLogicalChunkNumber : null;
+    await executeChunks(access, state, point, { ...run, doneLogicalChunkNumber: done }, pacer, totals);
+    log.info({ executedChunks: totals.executedChunks, spaceSavedBytes: totals.spaceSavedBytes }, 'chunk execution done');
+    set({ stage: 'MergingChunks', scavengePoint: point });
+    stage = 'MergingChunks';
+  }
+  if (stage === 'MergingChunks') {
+    if (!access.disableMerging) await mergeChunks(access, point, run, pacer, totals);
+    set({ stage: 'ExecutingIndex', scavengePoint: point });
+    stage = 'ExecutingIndex';
+  }
+  if (stage === 'ExecutingIndex') {
+    pacer.checkStopped();
+    await executeIndex(access, run);
+    set({ stage: 'Cleaning', scavengePoint: point });
+    stage = 'Cleaning';
+  }
+  if (stage === 'Cleaning') {
+    const leftover = chunksInScope(access, point).some((c) => chunkWeight(state, c) > 0);
+    if (leftover) log.info('cleaning skipped: some weighted chunks were below the threshold');
+    else state.transaction(() => state.clean());
+    state.transaction(() => state.setCheckpoint({ stage: 'Done', scavengePoint: point }));
+  }
+}
