@@ -10,6 +10,9 @@
 import { assert } from '../../errors.js';
 import { normaliseStreamHash } from './scavenge-state-values.js';
 
+/** Default of `--scavenge-hash-users-cache-capacity`, in hashes. */
+export const HASH_USERS_CACHE_CAPACITY_DEFAULT = 100_000;
+
 /** The table behind the cache. `hash` is the unsigned 64-bit stream hash. */
 export interface HashUsersTable {
   read(hash: bigint): string | undefined;

@@ -8,13 +8,14 @@
  * Values are copied in and out, so a caller can never change stored state through a reference.
  */
 import { assert } from '../../errors.js';
-import { HashUsersCache } from './hash-users-cache.js';
+import { HASH_USERS_CACHE_CAPACITY_DEFAULT, HashUsersCache } from './hash-users-cache.js';
 import type { HashUsersCacheStats } from './hash-users-cache.js';
 import {
   assertChunkNumber,
   assertLimit,
   assertMeta,
   assertOriginal,
+  assertSynchronousResult,
   assertTimeRange,
   assertWeight,
   compareStreamNames,
@@ -27,9 +28,6 @@ import type {
   ScavengeCheckpoint,
   ScavengeState,
 } from './scavenge-types.js';
-
-/** Default of `--scavenge-hash-users-cache-capacity`. */
-export const HASH_USERS_CACHE_CAPACITY_DEFAULT = 100_000;
 
 export interface MemoryScavengeStateOptions {
   /** LRU capacity in hashes; default 100 000. */
@@ -237,7 +235,7 @@ class MemoryScavengeState implements ScavengeState {
     const savepoint = undoLog.length;
     try {
       const result = fn();
-      assert(!isThenable(result), 'transaction callback is synchronous');
+      assertSynchronousResult(result);
       return result;
     } catch (err: unknown) {
       this.transactionUndo(undoLog, savepoint);
@@ -295,10 +293,4 @@ class MemoryScavengeState implements ScavengeState {
       this.undoLog.push(() => map.delete(key));
     }
   }
-}
-
-function isThenable(value: unknown): boolean {
-  return (
-    typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
-  );
 }

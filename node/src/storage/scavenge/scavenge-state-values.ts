@@ -129,3 +129,10 @@ export function decodeCheckpoint(json: string): ScavengeCheckpoint | { error: st
   const parsed = ScavengeCheckpointSchema.safeParse(value);
   return parsed.success ? parsed.data : { error: parsed.error.message };
 }
+
+/** Transactions are synchronous: a callback returning a promise would commit before its work. */
+export function assertSynchronousResult(result: unknown): void {
+  const thenable =
+    typeof result === 'object' && result !== null && typeof (result as { then?: unknown }).then === 'function';
+  assert(!thenable, 'transaction callback is synchronous');
+}

@@ -149,13 +149,35 @@ describe('SqliteScavengeState', () => {
     expect(second.getCheckpoint()).toBeUndefined();
   });
 
-  it('removes a lock directory left behind by a dead process', () => {
+  it('removes a lock directory left behind by a dead process', async () => {
     const indexPath = makeIndexPath();
     open({ indexPath }).close();
+    const exited = spawn('node', ['-e', '']);
+    await new Promise((resolveExit) => exited.once('exit', resolveExit));
     mkdirSync(`${dbPath(indexPath)}.lock`);
+    writeFileSync(`${dbPath(indexPath)}.lock/owner`, `${exited.pid}\n`);
     const state = open({ indexPath });
     state.setLastAccumulatedChunk(1);
     expect(state.lastAccumulatedChunk()).toBe(1);
+    state.close();
+    expect(readdirSync(join(indexPath, 'scavenging'))).toEqual(['scavenging.db']);
+  });
+
+  it('refuses a database locked by a live process', () => {
+    const indexPath = makeIndexPath();
+    open({ indexPath }).close();
+    mkdirSync(`${dbPath(indexPath)}.lock`);
+    writeFileSync(`${dbPath(indexPath)}.lock/owner`, `${process.ppid}\n`);
+    expect(() => open({ indexPath })).toThrow(`in use by process ${process.ppid}`);
+  });
+
+  it('refuses to open the same database twice in one process', () => {
+    const indexPath = makeIndexPath();
+    const first = open({ indexPath });
+    expect(() => open({ indexPath })).toThrow(/already open/);
+    first.setLastAccumulatedChunk(2);
+    first.close();
+    expect(open({ indexPath }).lastAccumulatedChunk()).toBe(2);
   });
 });
 
@@ -293,14 +315,23 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 }
 
-/** The files the child imports, transpiled to JavaScript with the same relative layout. */
-const CHILD_SOURCES = [
-  'node/src/errors.ts',
-  'node/src/storage/scavenge/scavenge-state-values.ts',
-  'node/src/storage/scavenge/hash-users-cache.ts',
-  'node/src/storage/scavenge/sqlite-scavenge-state-sql.ts',
-  'node/src/storage/scavenge/sqlite-scavenge-state.ts',
-];
+/** The child imports the real module: it and its relative imports, found by following them. */
+const CHILD_ENTRY = 'node/src/storage/scavenge/sqlite-scavenge-state.ts';
+
+function childSources(): string[] {
+  const found = new Set<string>();
+  const pending = [CHILD_ENTRY];
+  for (let source = pending.pop(); source !== undefined; source = pending.pop()) {
+    if (found.has(source)) continue;
+    found.add(source);
+    const text = readFileSync(join(repoRoot, source), 'utf8');
+    for (const match of text.matchAll(/^import (?!type )[^;]*?from '(\.{1,2}\/[^']+)\.js';/gms)) {
+      const specifier = match[1] ?? '';
+      pending.push(join(dirname(source), `${specifier}.ts`));
+    }
+  }
+  return [...found];
+}
 
 const CHILD_PROGRAM = `
 import { pino } from 'pino';
@@ -336,7 +367,7 @@ if (mode === 'loop') {
 `;
 
 function writeChildProgram(childDirectory: string): void {
-  for (const source of CHILD_SOURCES) {
+  for (const source of childSources()) {
     const output = ts.transpileModule(readFileSync(join(repoRoot, source), 'utf8'), {
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
     });

@@ -13,20 +13,20 @@
  * file between transactions; `close()` removes it, so an idle `scavenging/` directory holds only
  * `scavenging.db`.
  *
- * The library's lock is a directory, `scavenging.db.lock`, which a killed process leaves behind.
- * Opening removes it: the scavenge state belongs to this node process alone (the data directory
- * lock guarantees a single node per index), and a lock left by a dead process guards nothing.
+ * The connection keeps the library's lock (a directory, `scavenging.db.lock`) while it is open;
+ * a lock left by a killed process is recognised and removed on the next open (see
+ * `sqlite-scavenge-state-lock.ts`). A database open in another live process is an error.
  *
  * Deleting `scavenging.db` (while no scavenge runs) is safe: the next scavenge finds no
  * checkpoint and no accumulated chunks, so it starts from scratch and re-accumulates the log
  * from chunk 0. Deleting it is also the remedy when the file is reported corrupt.
  */
-import { existsSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pkg from 'node-sqlite3-wasm';
 import type { Logger } from 'pino';
 import { EventDbError, assert } from '../../errors.js';
-import { HashUsersCache } from './hash-users-cache.js';
+import { HASH_USERS_CACHE_CAPACITY_DEFAULT, HashUsersCache } from './hash-users-cache.js';
 import type { HashUsersCacheStats } from './hash-users-cache.js';
 import {
   assertChunkNumber,
@@ -34,6 +34,7 @@ import {
   assertMeta,
   assertOriginal,
   assertTimeRange,
+  assertSynchronousResult,
   assertWeight,
   decodeCheckpoint,
   encodeCheckpoint,
@@ -51,6 +52,11 @@ import {
   SCAVENGE_STATE_STATEMENTS_SQL,
 } from './sqlite-scavenge-state-sql.js';
 import type { StatementName } from './sqlite-scavenge-state-sql.js';
+import {
+  claimScavengeStateLock,
+  recordScavengeStateLockOwner,
+  releaseScavengeStateLockOwner,
+} from './sqlite-scavenge-state-lock.js';
 
 const { Database } = pkg;
 type Database = InstanceType<typeof pkg.Database>;
@@ -87,12 +93,12 @@ export interface SqliteScavengeStateOptions {
 export function openSqliteScavengeState(options: SqliteScavengeStateOptions): ScavengeState {
   const pageSizeBytes = options.pageSizeBytes ?? SCAVENGE_BACKEND_PAGE_SIZE_BYTES_DEFAULT;
   const cacheSizeBytes = options.cacheSizeBytes ?? SCAVENGE_BACKEND_CACHE_SIZE_BYTES_DEFAULT;
-  const capacity = options.hashUsersCacheCapacity ?? 100_000;
+  const capacity = options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT;
   openSqliteScavengeStateCheckOptions(pageSizeBytes, cacheSizeBytes, capacity);
-  const directory = join(options.indexPath, SCAVENGE_STATE_DIRECTORY);
+  const directory = resolve(options.indexPath, SCAVENGE_STATE_DIRECTORY);
   const path = join(directory, SCAVENGE_STATE_FILE);
   mkdirSync(directory, { recursive: true });
-  openSqliteScavengeStateRemoveStaleLock(path, options.log);
+  claimScavengeStateLock(path, options.log);
   let db: Database | undefined;
   try {
     db = new Database(path);
@@ -105,15 +111,20 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
         'scavenge state database keeps the page size it was created with',
       );
     }
+    recordScavengeStateLockOwner(path);
     const state = new SqliteScavengeState({ db, path, capacity, log: options.log });
-    options.log.info({ path, created, pageSizeBytes: actualPageSizeBytes, cacheSizeBytes }, 'scavenge state opened');
+    options.log.info(
+      { path, created, pageSizeBytes: actualPageSizeBytes, cacheSizeBytes },
+      'scavenge state opened',
+    );
     return state;
   } catch (err: unknown) {
+    releaseScavengeStateLockOwner(path);
     if (db?.isOpen === true) db.close();
     if (err instanceof EventDbError) throw err;
     throw new EventDbError('EDB_INDEX_CORRUPT', `cannot open scavenge state database ${path}: ${String(err)}`, {
       cause: err,
-      details: { path, remedy: 'stop scavenging and delete the file; the next scavenge starts from scratch' },
+      details: { path, remedy: 'delete the file while no scavenge runs; the next scavenge starts from scratch' },
     });
   }
 }
@@ -142,14 +153,6 @@ function openSqliteScavengeStateCheckOptions(pageSizeBytes: number, cacheSizeByt
       details: { hashUsersCacheCapacity: capacity },
     });
   }
-}
-
-/** node-sqlite3-wasm locks with a directory `<db>.lock`; a killed process leaves it behind. */
-function openSqliteScavengeStateRemoveStaleLock(path: string, log: Logger): void {
-  const lockPath = `${path}.lock`;
-  if (!existsSync(lockPath)) return;
-  log.warn({ path: lockPath }, 'removing scavenge state lock left by a previous process');
-  rmdirSync(lockPath);
 }
 
 /**
@@ -379,7 +382,7 @@ class SqliteScavengeState implements ScavengeState {
     this.transactionDepth = 1;
     try {
       const result = fn();
-      assert(!isThenable(result), 'transaction callback is synchronous');
+      assertSynchronousResult(result);
       this.statements.commit.run();
       return result;
     } catch (err: unknown) {
@@ -398,7 +401,7 @@ class SqliteScavengeState implements ScavengeState {
     this.transactionDepth++;
     try {
       const result = fn();
-      assert(!isThenable(result), 'transaction callback is synchronous');
+      assertSynchronousResult(result);
       this.db.exec(`RELEASE ${savepoint}`);
       return result;
     } catch (err: unknown) {
@@ -422,6 +425,7 @@ class SqliteScavengeState implements ScavengeState {
     if (!this.db.isOpen) return;
     assert(this.transactionDepth === 0, 'scavenge state is not closed inside a transaction');
     for (const statement of Object.values(this.statements)) statement.finalize();
+    releaseScavengeStateLockOwner(this.path);
     this.db.close();
     // The last transaction committed (its journal header is zeroed), so the journal is not hot.
     rmSync(`${this.path}-journal`, { force: true });
@@ -459,8 +463,4 @@ function decodeMeta(row: Row): MetastreamData {
 
 function numberOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value);
-}
-
-function isThenable(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
