@@ -15,10 +15,10 @@ export { Api };
 export const IMAGE = process.env['EVENTDB_K8S_IMAGE'] ?? 'eventdb:dev';
 
 /**
- * Command of the node container. Until the node serves HTTP this is the stand-in fixture
- * (test/k8s/fixtures/standin-node.mjs); EVENTDB_K8S_NODE=real|standin overrides.
+ * Command of the node container: the image's entrypoint (the real node, default), or with
+ * EVENTDB_K8S_NODE=standin the stand-in fixture test/k8s/fixtures/standin-node.mjs.
  */
-export const NODE_MODE: 'real' | 'standin' = (process.env['EVENTDB_K8S_NODE'] as 'real' | 'standin' | undefined) ?? 'standin';
+export const NODE_MODE: 'real' | 'standin' = (process.env['EVENTDB_K8S_NODE'] as 'real' | 'standin' | undefined) ?? 'real';
 export const NODE_COMMAND: string[] | undefined = NODE_MODE === 'real' ? undefined : ['node', '/app/test/k8s/fixtures/standin-node.mjs'];
 export const STANDIN_COMMAND = ['node', '/app/test/k8s/fixtures/standin-node.mjs'];
 

@@ -90,6 +90,7 @@ describe.skipIf(!!ctx().skipReason)('statefulset of eventdb nodes', () => {
           expect(ip).toMatch(/^127\.0\.\d+\.\d+$/);
           const res = await httpGet(`http://${ip}:2113/info`);
           expect(res.status).toBe(200);
+          if (NODE_MODE === 'real') expect(JSON.parse(res.body)).toHaveProperty('esVersion');
         }
         // the DNS names Kubernetes gives the pods resolve on this machine too (/etc/hosts)
         const viaDns = await httpGet(`http://eventdb-2.eventdb.${ns}.svc.cluster.local:2113/info`);
