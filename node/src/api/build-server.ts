@@ -9,7 +9,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import type { EventDb } from '../storage/event-db-types.js';
-import { registerErrorHandler } from './error-handler.js';
+import { handleError, registerErrorHandler } from './error-handler.js';
 import { registerOpenApi } from './openapi.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes } from './routes/cluster.js';
@@ -59,6 +59,9 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Stream names may be up to 4096 bytes, percent-encoded in the path.
+    maxParamLength: 16_384,
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

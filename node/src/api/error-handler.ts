@@ -25,7 +25,7 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
 };
 
 /** Fastify's own client errors that keep their status; everything else client-caused is 400. */
-const FASTIFY_CLIENT_STATUSES = new Set([400, 401, 404, 405, 406, 408, 415]);
+const FASTIFY_CLIENT_STATUSES = new Set([400, 401, 404, 405, 406, 408, 414, 415, 431]);
 
 function sendText(
   reply: FastifyReply,

@@ -7,6 +7,7 @@
  * TryHarder (also tries to read non-JSON data as JSON).
  */
 import type { RecordedEvent } from '../../storage/event-db-types.js';
+import { parseJsonSafely } from './json-depth.js';
 
 export type EmbedLevel = 'none' | 'content' | 'rich' | 'body' | 'prettybody' | 'tryharder';
 
@@ -58,11 +59,8 @@ export interface EventDto {
 }
 
 function parseJsonOr(bytes: Buffer, fallback: string): unknown {
-  try {
-    return JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return fallback;
-  }
+  const parsed = parseJsonSafely(bytes.toString('utf8'));
+  return parsed === undefined ? fallback : parsed.value;
 }
 
 /** JSON events carry parsed data and metadata; other events carry strings. */
@@ -121,11 +119,8 @@ export function toEntry(event: RecordedEvent, options: EntryOptions): Record<str
 }
 
 function prettyJson(text: string): string | undefined {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonSafely(text);
+  return parsed === undefined ? undefined : JSON.stringify(parsed.value, null, 2);
 }
 
 function toRichFields(event: RecordedEvent, embed: EmbedLevel): Record<string, unknown> {

@@ -7,6 +7,7 @@
 import type { NewEvent } from '../../storage/event-db-types.js';
 import { badRequest } from '../error-handler.js';
 import { MediaType, type MediaTypeValue } from './media-types.js';
+import { JSON_DEPTH_MAX, parseJsonSafely } from './json-depth.js';
 import { parseGuid } from './request-headers.js';
 
 export const BODY_INVALID = 'Write request body invalid.';
@@ -68,12 +69,10 @@ export function parseEventBody(
 }
 
 function parseBatch(body: Buffer): NewEvent[] {
-  let document: unknown;
-  try {
-    document = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw badRequest(BODY_INVALID);
-  }
+  // Two levels for the array and its items on top of the allowed depth of data and metadata.
+  const parsed = parseJsonSafely(body.toString('utf8'), JSON_DEPTH_MAX + 2);
+  if (parsed === undefined) throw badRequest(BODY_INVALID);
+  const document = parsed.value;
   if (!Array.isArray(document) || document.length === 0) throw badRequest(BODY_INVALID);
   return document.map((item: unknown) => parseBatchItem(item));
 }
@@ -128,13 +127,9 @@ function encodeField(value: unknown): EncodedField {
   if (typeof value !== 'string') return { bytes: Buffer.alloc(0), isJson: false };
   const trimmed = value.trim();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
-    try {
-      const parsed: unknown = JSON.parse(trimmed);
-      if (typeof parsed === 'object' && parsed !== null) {
-        return { bytes: Buffer.from(JSON.stringify(parsed, null, 2)), isJson: true };
-      }
-    } catch {
-      // Not JSON after all: stored as plain text below.
+    const parsed = parseJsonSafely(trimmed)?.value;
+    if (typeof parsed === 'object' && parsed !== null) {
+      return { bytes: Buffer.from(JSON.stringify(parsed, null, 2)), isJson: true };
     }
   }
   return { bytes: Buffer.from(value, 'utf8'), isJson: false };

@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../error-handler.js';
 import { escapeStream } from './entry.js';
 import { BODY_INVALID, parseEventBody } from './event-body.js';
+import { parseJsonSafely } from './json-depth.js';
 import {
   EVENT_CODECS,
   isXmlType,
@@ -125,12 +126,7 @@ function parseMetadataBody(
   const last = parsed.events[parsed.events.length - 1];
   if (last === undefined || (mediaType !== MediaType.Json && !last.isJson))
     throw badRequest(BODY_INVALID);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Buffer.from(last.data).toString('utf8'));
-  } catch {
-    throw badRequest(BODY_INVALID);
-  }
+  const raw = parseJsonSafely(Buffer.from(last.data).toString('utf8'))?.value;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest(BODY_INVALID);
   return { raw: raw as Record<string, unknown>, eventId: last.eventId };
 }
