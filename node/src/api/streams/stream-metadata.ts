@@ -102,7 +102,7 @@ export async function handleWriteMetadata(
   );
   const result = await context.db.setStreamMetadata(stream, expectedVersion, raw, eventId);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
-  request.log.debug({ stream }, 'stream metadata written');
+  request.log.trace({ stream }, 'stream metadata written');
   return sendCreated(
     reply,
     `${requestBaseUrl(request)}/streams/${escapeStream(`$$${stream}`)}/${result.firstEventNumber}`,

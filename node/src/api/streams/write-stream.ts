@@ -112,7 +112,7 @@ export async function handleAppend(
   }
   const result = await context.db.append(stream, expectedVersion, parsed.events);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
-  request.log.debug(
+  request.log.trace(
     { stream, eventCount: parsed.events.length, idempotent: result.idempotent },
     'appended',
   );
@@ -135,7 +135,7 @@ export async function handleDelete(
   }
   const result = await context.db.deleteStream(params.stream, expectedVersion, hard);
   if (result.kind !== 'success') return sendWriteFailure(reply, result);
-  request.log.debug({ stream: params.stream, hard }, 'stream deleted');
+  request.log.trace({ stream: params.stream, hard }, 'stream deleted');
   return sendStatus(reply, 204, 'Stream deleted');
 }
 
