@@ -301,6 +301,14 @@ describe('scavenge admin on a fresh in-memory node', () => {
         '  "scavengeResult": "Success"\n}',
     );
   });
+
+  it('accepts and ignores startFromChunk, caps threads at 4, and logs a warning for each', async () => {
+    const scavengeId = await startScavenge(http, '?startFromChunk=3&threads=9');
+    expect(await waitForResult(http, scavengeId)).toBe('Success');
+    const warnings = node.output.filter((line) => line.includes('"level":40'));
+    expect(warnings.some((line) => line.includes('startFromChunk is deprecated'))).toBe(true);
+    expect(warnings.some((line) => line.includes('"threadsRequested":9'))).toBe(true);
+  });
 });
 
 describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
@@ -367,7 +375,9 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     await node.stop('SIGKILL');
 
     // Same port: history entries are matched by node endpoint, as in EventStoreDB.
-    node = await startNode({ memDb: false, args: [...nodeArgs, '--http-port', String(port)] });
+    const restartArgs = [...nodeArgs, '--http-port', String(port), '--always-keep-scavenged'];
+    node = await startNode({ memDb: false, args: restartArgs });
+    expect(node.output.some((line) => line.includes('AlwaysKeepScavenged is deprecated'))).toBe(true);
     http = httpClient(`http://127.0.0.1:${port}`);
     const events = await readHistory(http, stream);
     expectHistoryShape(events, scavengeId, `127.0.0.1:${port}`);

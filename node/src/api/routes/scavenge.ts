@@ -176,7 +176,9 @@ function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
       return sendDto(reply, mediaType, {
         name: 'ScavengeGetLastResultDto',
         json: { scavengeId, scavengeLink, scavengeResult },
-        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ScavengeResult: ${scavengeResult}`,
+        text:
+          `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ` +
+          `ScavengeResult: ${scavengeResult}`,
         fields: [
           ['ScavengeId', scavengeId],
           ['ScavengeLink', scavengeLink],

@@ -46,7 +46,8 @@ export async function completeInterruptedScavenges(
     if (payload['nodeEndpoint'] !== nodeEndpoint) continue;
     const scavengeId = payload['scavengeId'];
     if (typeof scavengeId !== 'string') {
-      log.warn({ eventNumber: entry.eventNumber }, 'an entry in the scavenge log has no scavengeId');
+      const eventNumber = entry.eventNumber;
+      log.warn({ eventNumber }, 'an entry in the scavenge log has no scavengeId');
       continue;
     }
     if (event.eventType === ScavengeEventType.Completed) completed.add(scavengeId);
@@ -59,7 +60,8 @@ export async function completeInterruptedScavenges(
     log.debug({ nodeEndpoint }, 'no incomplete scavenges found');
     return [];
   }
-  log.info({ nodeEndpoint, scavengeIds: interrupted }, 'marking incomplete scavenges as interrupted');
+  const scavengeIds = interrupted;
+  log.info({ nodeEndpoint, scavengeIds }, 'marking incomplete scavenges as interrupted');
   for (const scavengeId of interrupted) {
     const totals = await sumRunDetails(db, scavengeId);
     const payload: CompletedPayload = {
@@ -77,7 +79,10 @@ export async function completeInterruptedScavenges(
 type RunTotals = Pick<CompletedPayload, 'timeTakenMs' | 'spaceSavedBytes' | 'maxChunkScavenged'>;
 
 /** Sums the detail events of one run: space saved, time taken, highest chunk scavenged. */
-async function sumRunDetails(db: EventDbForScavengeHistory, scavengeId: string): Promise<RunTotals> {
+async function sumRunDetails(
+  db: EventDbForScavengeHistory,
+  scavengeId: string,
+): Promise<RunTotals> {
   const totals = { timeTakenMs: 0, spaceSavedBytes: 0, maxChunkScavenged: 0 };
   const detailTypes: readonly string[] = [
     ScavengeEventType.ChunksCompleted,

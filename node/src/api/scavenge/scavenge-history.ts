@@ -176,7 +176,8 @@ export class ScavengeHistory {
       try {
         const result = await append();
         if (result.kind === 'success') return result;
-        this.log.warn({ stream, what, attempt, reason: result.kind }, 'scavenge history write failed');
+        const reason = result.kind;
+        this.log.warn({ stream, what, attempt, reason }, 'scavenge history write failed');
       } catch (err: unknown) {
         this.log.warn({ stream, what, attempt, err }, 'scavenge history write failed');
       }

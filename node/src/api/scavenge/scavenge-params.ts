@@ -90,7 +90,12 @@ export function parseScavengeParams(query: ScavengeStartQuery): ParsedScavengePa
   if (syncOnly === null) return invalid(ScavengeParamMessage.syncOnly);
   return {
     kind: 'ok',
-    params: { threads: Math.min(threads, SCAVENGE_THREADS_MAX), threshold, throttlePercent, syncOnly },
+    params: {
+      threads: Math.min(threads, SCAVENGE_THREADS_MAX),
+      threshold,
+      throttlePercent,
+      syncOnly,
+    },
     threadsRequested: threads > SCAVENGE_THREADS_MAX ? threads : undefined,
     startFromChunkGiven: query.startFromChunk !== undefined,
   };

@@ -173,7 +173,8 @@ export class ScavengeRun implements ScavengeListener {
     timeTakenMs: number,
     spaceSavedBytes: number,
   ): void {
-    const fields = { result, timeTakenMs, spaceSavedBytes, maxChunkScavenged: this.maxChunkScavenged };
+    const maxChunkScavenged = this.maxChunkScavenged;
+    const fields = { result, timeTakenMs, spaceSavedBytes, maxChunkScavenged };
     if (result === 'Errored') this.log.error({ ...fields, error }, 'scavenge completed');
     else this.log.info(fields, 'scavenge completed');
   }

@@ -178,7 +178,8 @@ export class ScavengeService {
   private async settle(run: ScavengeRun, handle: ScavengeHandle): Promise<void> {
     const outcome = await handle.done.catch((err: unknown): ScavengeOutcome => {
       this.log.error({ scavengeId: run.scavengeId, err }, 'scavenge failed');
-      const error = `Error while scavenging DB: ${err instanceof Error ? err.message : String(err)}`;
+      const reason = err instanceof Error ? err.message : String(err);
+      const error = `Error while scavenging DB: ${reason}`;
       return { result: 'Errored', error, spaceSavedBytes: 0, timeTakenMs: 0 };
     });
     await run.finish(outcome);
