@@ -8,6 +8,7 @@ import {
   uniqueStream,
   type Http,
 } from '../support/http-client.js';
+import { EXPECTED_VERSION_MATRIX, type StreamState } from '../support/expected-version-matrix.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
 
 let node: NodeProcess;
@@ -245,10 +246,8 @@ describe('POST /streams/{stream}', () => {
 });
 
 describe('expected version matrix', () => {
-  type State = 'new' | 'existing' | 'soft-deleted' | 'hard-deleted';
-
   /** Streams in the existing and deleted states have events 0 and 1 before deletion. */
-  async function prepare(state: State): Promise<string> {
+  async function prepare(state: StreamState): Promise<string> {
     const stream = uniqueStream(`ev-${state}`);
     if (state === 'new') return stream;
     expect((await appendEvents(http, stream, [newEvent('a', {}), newEvent('b', {})])).status).toBe(
@@ -265,29 +264,7 @@ describe('expected version matrix', () => {
     return stream;
   }
 
-  // Outcomes follow EventStoreDB's IndexWriter.CheckCommit: 201 with the first new event
-  // number, 400 with the current version, or 410.
-  const matrix: { state: State; expected: string; status: number; result: number }[] = [
-    { state: 'new', expected: '-2', status: 201, result: 0 },
-    { state: 'new', expected: '-1', status: 201, result: 0 },
-    { state: 'new', expected: '-4', status: 400, result: -1 },
-    { state: 'new', expected: '0', status: 400, result: -1 },
-    { state: 'existing', expected: '-2', status: 201, result: 2 },
-    { state: 'existing', expected: '-1', status: 400, result: 1 },
-    { state: 'existing', expected: '-4', status: 201, result: 2 },
-    { state: 'existing', expected: '1', status: 201, result: 2 },
-    { state: 'existing', expected: '0', status: 400, result: 1 },
-    { state: 'existing', expected: '5', status: 400, result: 1 },
-    { state: 'soft-deleted', expected: '-2', status: 201, result: 2 },
-    { state: 'soft-deleted', expected: '-1', status: 201, result: 2 },
-    { state: 'soft-deleted', expected: '-4', status: 410, result: 0 },
-    { state: 'soft-deleted', expected: '1', status: 201, result: 2 },
-    { state: 'soft-deleted', expected: '0', status: 400, result: 1 },
-    { state: 'hard-deleted', expected: '-2', status: 410, result: 0 },
-    { state: 'hard-deleted', expected: '-1', status: 410, result: 0 },
-    { state: 'hard-deleted', expected: '-4', status: 410, result: 0 },
-    { state: 'hard-deleted', expected: '1', status: 410, result: 0 },
-  ];
+  const matrix = EXPECTED_VERSION_MATRIX;
 
   it.each(matrix)(
     '$state stream, expected version $expected -> $status',

@@ -295,3 +295,34 @@ describe('GET /streams/$all', () => {
     expect((await readFeed(http, '/streams/$all/head/forward/10')).status).toBe(400);
   });
 });
+
+describe('authorization on every streams endpoint', () => {
+  it('answers 401 without credentials on each endpoint of the spec', async () => {
+    const stream = await streamWith(2, 'auth-all');
+    const batch = JSON.stringify([newEvent('x', {})]);
+    const single = { 'content-type': 'application/json', 'ES-EventType': 'x' };
+    const endpoints: [string, string, Record<string, string>, string?][] = [
+      ['GET', `/streams/${stream}`, { accept: ATOM_JSON }],
+      ['POST', `/streams/${stream}`, { 'content-type': EVENTS_JSON }, batch],
+      ['DELETE', `/streams/${stream}`, {}],
+      ['POST', `/streams/${stream}/incoming/${randomUUID()}`, single, '{}'],
+      ['GET', `/streams/${stream}/0`, { accept: 'application/json' }],
+      ['GET', `/streams/${stream}/1/2`, { accept: ATOM_JSON }],
+      ['GET', `/streams/${stream}/1/backward/2`, { accept: ATOM_JSON }],
+      ['GET', `/streams/${stream}/0/forward/2`, { accept: ATOM_JSON }],
+      ['GET', `/streams/${stream}/metadata`, { accept: 'application/json' }],
+      ['POST', `/streams/${stream}/metadata`, { 'content-type': EVENTS_JSON }, batch],
+      ['GET', '/streams/$all', { accept: ATOM_JSON }],
+    ];
+    for (const [method, path, headers, body] of endpoints) {
+      const response = await http(method, path, {
+        auth: false,
+        headers,
+        ...(body ? { body } : {}),
+      });
+      expect(response.status, `${method} ${path}`).toBe(401);
+      expect(response.statusText).toBe('Unauthorized');
+    }
+    expect(await titles(`/streams/${stream}`)).toEqual([`1@${stream}`, `0@${stream}`]);
+  });
+});
