@@ -132,6 +132,10 @@ describe('stream metadata', () => {
     await setMetadata(aged, { $maxAge: 1 });
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(await titles(`/streams/${aged}`)).toEqual([]);
+    // Expired events stay visible in $all until a scavenge removes them.
+    const all = await titles('/streams/$all/head/backward/50');
+    expect(all).toContain(`0@${aged}`);
+    expect(all).toContain(`1@${aged}`);
   });
 
   it('uses $cacheControl for the head of the stream', async () => {
