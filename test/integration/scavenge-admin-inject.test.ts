@@ -310,6 +310,12 @@ describe('scavenge admin routes', () => {
     const response = await inject(h, 'POST', '/admin/scavenge');
     expect([response.statusCode, response.body]).toEqual([400, 'Scavenge is already running']);
     expect(h.scavenges.last().result).toBe('Unknown');
+    h.db.startScavenge = () => {
+      throw new EventDbError('EDB_CLOSED', 'the database is shutting down', { httpStatus: 503 });
+    };
+    const closing = await inject(h, 'POST', '/admin/scavenge');
+    expect([closing.statusCode, closing.body]).toEqual([503, 'the database is shutting down']);
+    expect(h.scavenges.currentScavengeId()).toBeUndefined();
   });
 
   it('negotiates text (default), JSON and XML; 406 for anything else', async () => {

@@ -18,6 +18,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
+import { EventDbError, FatalError } from '../../errors.js';
+import type { ScavengeParams } from '../../storage/event-db-types.js';
 import type { Authorizer } from '../auth-types.js';
 import {
   CURRENT_SCAVENGE,
@@ -111,12 +113,14 @@ function registerStart(scope: ZodScope, deps: ScavengeRoutesDeps): void {
           'too many scavenging threads requested; capping',
         );
       }
-      const started = deps.scavenges.start(parsed.params);
+      const started = startOrRefuse(deps.scavenges, parsed.params);
       switch (started.kind) {
         case 'already-running':
           return sendStatus(reply, 400, 'Bad Request', ALREADY_RUNNING_MESSAGE);
         case 'unsupported':
           return sendStatus(reply, 400, 'Bad Request', UNSUPPORTED_MESSAGE);
+        case 'refused':
+          return sendStatus(reply, started.status, started.reason, started.message);
         case 'started':
           return sendDto(reply, mediaType, {
             name: 'ScavengeResultDto',
@@ -216,6 +220,22 @@ function registerStop(scope: ZodScope, deps: ScavengeRoutesDeps): void {
       });
     },
   );
+}
+
+type StartOutcome =
+  | ReturnType<ScavengeService['start']>
+  | { readonly kind: 'refused'; readonly status: number; readonly reason: string; message: string };
+
+/** An engine refusal (e.g. shutting down) answers its own status instead of a 500. */
+function startOrRefuse(scavenges: ScavengeService, params: ScavengeParams): StartOutcome {
+  try {
+    return scavenges.start(params);
+  } catch (err: unknown) {
+    if (!(err instanceof EventDbError) || err instanceof FatalError) throw err;
+    const status = err.httpStatus;
+    const reason = status === 503 ? 'Service Unavailable' : status < 500 ? 'Bad Request' : 'Error';
+    return { kind: 'refused', status, reason, message: err.message };
+  }
 }
 
 /** Other methods on the scavenge paths: 405, as EventStoreDB's router answers. */
