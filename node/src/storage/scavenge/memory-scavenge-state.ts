@@ -35,7 +35,8 @@ export interface MemoryScavengeStateOptions {
 }
 
 export function openMemoryScavengeState(options: MemoryScavengeStateOptions = {}): ScavengeState {
-  return new MemoryScavengeState(options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT);
+  const capacity = options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT;
+  return new MemoryScavengeState(capacity);
 }
 
 type TimeRange = { minMs: number; maxMs: number };
@@ -82,7 +83,9 @@ class MemoryScavengeState implements ScavengeState {
       this.lastCompletedPointNumber = previousCompleted;
     });
     this.checkpointJson = json;
-    if (checkpoint.stage === 'Done') this.lastCompletedPointNumber = checkpoint.scavengePoint.number;
+    if (checkpoint.stage === 'Done') {
+      this.lastCompletedPointNumber = checkpoint.scavengePoint.number;
+    }
   }
 
   lastCompletedScavengePointNumber(): number {
@@ -147,7 +150,9 @@ class MemoryScavengeState implements ScavengeState {
   private activeOriginalsSorted(): string[] {
     if (this.activeSorted === null) {
       const names: string[] = [];
-      for (const data of this.originals.values()) if (data.status === 'Active') names.push(data.stream);
+      for (const data of this.originals.values()) {
+        if (data.status === 'Active') names.push(data.stream);
+      }
       this.activeSorted = names.sort(compareStreamNames);
     }
     return this.activeSorted;
@@ -159,7 +164,8 @@ class MemoryScavengeState implements ScavengeState {
     for (const name of names) {
       const data = this.originals.get(name);
       if (data === undefined) continue;
-      if (data.discardPoint > 0 || data.maybeDiscardPoint > 0 || data.isTombstoned) yield { ...data };
+      const hasDiscards = data.discardPoint > 0 || data.maybeDiscardPoint > 0 || data.isTombstoned;
+      if (hasDiscards) yield { ...data };
     }
   }
 
@@ -188,7 +194,8 @@ class MemoryScavengeState implements ScavengeState {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
     assertWeight(weight);
-    this.mapSet(this.weights, logicalChunkNumber, (this.weights.get(logicalChunkNumber) ?? 0) + weight);
+    const total = (this.weights.get(logicalChunkNumber) ?? 0) + weight;
+    this.mapSet(this.weights, logicalChunkNumber, total);
   }
 
   getChunkWeight(logicalChunkNumber: number): number {

@@ -48,8 +48,10 @@ function isCountOrNull(value: number | null): boolean {
 export function assertOriginal(data: OriginalStreamData): void {
   assert(data.stream.length > 0, 'original stream name is not empty');
   assert(!data.stream.startsWith('$$'), 'original stream is not a metastream');
-  assert(isCount(data.discardPoint) && isCount(data.maybeDiscardPoint), 'discard points are counts');
-  assert(Number.isSafeInteger(data.lastEventNumber) && data.lastEventNumber >= -1, 'last event number');
+  assert(isCount(data.discardPoint), 'discard point is a count');
+  assert(isCount(data.maybeDiscardPoint), 'maybe-discard point is a count');
+  const last = data.lastEventNumber;
+  assert(Number.isSafeInteger(last) && last >= -1, 'last event number is -1 or more');
   assert(isCountOrNull(data.maxAgeSeconds) && isCountOrNull(data.maxCount), 'maxAge/maxCount');
   assert(isCountOrNull(data.truncateBefore), 'truncateBefore is a count or null');
   assert(['Active', 'Spent', 'Archived'].includes(data.status), 'original stream status');
@@ -106,7 +108,8 @@ const ScavengeCheckpointSchema = z.discriminatedUnion('stage', [
 ]);
 
 function checkpointSchema<S extends string, E extends z.ZodRawShape>(stage: S, extra: E) {
-  return z.object({ stage: z.literal(stage), scavengePoint: ScavengePointSchema, ...extra }).strict();
+  const shape = { stage: z.literal(stage), scavengePoint: ScavengePointSchema, ...extra };
+  return z.object(shape).strict();
 }
 
 /** Checks a checkpoint before it is stored (the same schema that parses it back). */
@@ -132,7 +135,7 @@ export function decodeCheckpoint(json: string): ScavengeCheckpoint | { error: st
 
 /** Transactions are synchronous: a callback returning a promise would commit before its work. */
 export function assertSynchronousResult(result: unknown): void {
-  const thenable =
-    typeof result === 'object' && result !== null && typeof (result as { then?: unknown }).then === 'function';
+  const isObject = typeof result === 'object' && result !== null;
+  const thenable = isObject && typeof (result as { then?: unknown }).then === 'function';
   assert(!thenable, 'transaction callback is synchronous');
 }

@@ -31,16 +31,15 @@ function ownerPathOf(path: string): string {
 /** Checks that nobody holds `path` and removes a stale lock; call before opening the database. */
 export function claimScavengeStateLock(path: string, log: Logger): void {
   if (openPaths.has(path)) {
-    throw new EventDbError('EDB_SCAVENGE_RUNNING', `scavenge state database ${path} is already open`, {
-      httpStatus: 409,
-      details: { path },
-    });
+    const message = `scavenge state database ${path} is already open`;
+    throw new EventDbError('EDB_SCAVENGE_RUNNING', message, { httpStatus: 409, details: { path } });
   }
   const lockPath = lockPathOf(path);
   if (!existsSync(lockPath)) return;
   const ownerPid = claimScavengeStateLockReadOwner(path);
   if (ownerPid !== undefined && ownerPid !== process.pid && isProcessAlive(ownerPid)) {
-    throw new EventDbError('EDB_SCAVENGE_RUNNING', `scavenge state database ${path} is in use by process ${ownerPid}`, {
+    const message = `scavenge state database ${path} is in use by process ${ownerPid}`;
+    throw new EventDbError('EDB_SCAVENGE_RUNNING', message, {
       httpStatus: 409,
       details: { path, lockPath, ownerPid },
     });

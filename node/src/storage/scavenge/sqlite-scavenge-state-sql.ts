@@ -29,13 +29,19 @@ CREATE TABLE MetastreamDatas (
   discardPoint INTEGER NOT NULL DEFAULT 0,
   lastRecordChunk INTEGER NULL
 ) WITHOUT ROWID;
-CREATE TABLE ChunkTimeStampRanges (key INTEGER PRIMARY KEY, min INTEGER NOT NULL, max INTEGER NOT NULL);
+CREATE TABLE ChunkTimeStampRanges (
+  key INTEGER PRIMARY KEY,
+  min INTEGER NOT NULL,
+  max INTEGER NOT NULL
+);
 CREATE TABLE ChunkWeights (key INTEGER PRIMARY KEY, value REAL NOT NULL);
 CREATE TABLE Checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 `;
 
 const ORIGINAL_COLUMNS =
-  'key, isTombstoned, maxAge, maxCount, truncateBefore, discardPoint, maybeDiscardPoint, lastEventNumber, status';
+  'key, isTombstoned, maxAge, maxCount, truncateBefore, discardPoint, maybeDiscardPoint, ' +
+  'lastEventNumber, status';
+const META_COLUMNS = 'key, isTombstoned, discardPoint, lastRecordChunk';
 
 export const SCAVENGE_STATE_STATEMENTS_SQL = {
   begin: 'BEGIN IMMEDIATE',
@@ -43,9 +49,11 @@ export const SCAVENGE_STATE_STATEMENTS_SQL = {
   rollback: 'ROLLBACK',
   keyValueGet: 'SELECT value FROM Checkpoints WHERE key = ?',
   keyValueSet:
-    'INSERT INTO Checkpoints (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    'INSERT INTO Checkpoints (key, value) VALUES (?, ?) ' +
+    'ON CONFLICT (key) DO UPDATE SET value = excluded.value',
   originalGet: `SELECT ${ORIGINAL_COLUMNS} FROM OriginalStreamDatas WHERE key = ?`,
-  originalSet: `INSERT INTO OriginalStreamDatas (${ORIGINAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  originalSet: `INSERT INTO OriginalStreamDatas (${ORIGINAL_COLUMNS})
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET isTombstoned = excluded.isTombstoned, maxAge = excluded.maxAge,
     maxCount = excluded.maxCount, truncateBefore = excluded.truncateBefore,
     discardPoint = excluded.discardPoint, maybeDiscardPoint = excluded.maybeDiscardPoint,
@@ -58,11 +66,11 @@ export const SCAVENGE_STATE_STATEMENTS_SQL = {
     WHERE key > ? AND (discardPoint > 0 OR maybeDiscardPoint > 0 OR isTombstoned = 1)
     ORDER BY key LIMIT ?`,
   originalsDeleteWithStatus: 'DELETE FROM OriginalStreamDatas WHERE status = ?',
-  metaGet: 'SELECT key, isTombstoned, discardPoint, lastRecordChunk FROM MetastreamDatas WHERE key = ?',
-  metaSet: `INSERT INTO MetastreamDatas (key, isTombstoned, discardPoint, lastRecordChunk) VALUES (?, ?, ?, ?)
+  metaGet: `SELECT ${META_COLUMNS} FROM MetastreamDatas WHERE key = ?`,
+  metaSet: `INSERT INTO MetastreamDatas (${META_COLUMNS}) VALUES (?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET isTombstoned = excluded.isTombstoned,
     discardPoint = excluded.discardPoint, lastRecordChunk = excluded.lastRecordChunk`,
-  metasPage: `SELECT key, isTombstoned, discardPoint, lastRecordChunk FROM MetastreamDatas
+  metasPage: `SELECT ${META_COLUMNS} FROM MetastreamDatas
     WHERE key > ? ORDER BY key LIMIT ?`,
   metasDeleteAll: 'DELETE FROM MetastreamDatas',
   weightAdd: `INSERT INTO ChunkWeights (key, value) VALUES (?, ?)

@@ -138,6 +138,20 @@ describe('SqliteScavengeState', () => {
     expect(() => open({ indexPath })).toThrow(dbPath(indexPath));
   });
 
+  it('reports corrupt pages found later as an error naming the file', () => {
+    const indexPath = makeIndexPath();
+    const state = open({ indexPath, pageSizeBytes: 4096 });
+    state.transaction(() => {
+      for (let i = 0; i < 2000; i++) state.setOriginal(original(`stream-${i}`, { discardPoint: 1 }));
+    });
+    state.close();
+    const bytes = readFileSync(dbPath(indexPath));
+    bytes.fill(0xa5, 4096 * 2);
+    writeFileSync(dbPath(indexPath), bytes);
+    const reopened = open({ indexPath });
+    expect(() => [...reopened.allOriginalsWithDiscards()]).toThrow(dbPath(indexPath));
+  });
+
   it('starts from scratch when scavenging.db was deleted', () => {
     const indexPath = makeIndexPath();
     const first = open({ indexPath });

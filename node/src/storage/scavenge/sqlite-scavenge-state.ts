@@ -62,6 +62,7 @@ const { Database } = pkg;
 type Database = InstanceType<typeof pkg.Database>;
 type Statement = ReturnType<Database['prepare']>;
 type Row = Record<string, unknown>;
+type BindValues = Parameters<Statement['run']>[0];
 
 export const SCAVENGE_STATE_DIRECTORY = 'scavenging';
 export const SCAVENGE_STATE_FILE = 'scavenging.db';
@@ -122,33 +123,39 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
     releaseScavengeStateLockOwner(path);
     if (db?.isOpen === true) db.close();
     if (err instanceof EventDbError) throw err;
-    throw new EventDbError('EDB_INDEX_CORRUPT', `cannot open scavenge state database ${path}: ${String(err)}`, {
+    const message = `cannot open scavenge state database ${path}: ${String(err)}`;
+    throw new EventDbError('EDB_INDEX_CORRUPT', message, {
       cause: err,
-      details: { path, remedy: 'delete the file while no scavenge runs; the next scavenge starts from scratch' },
+      details: { path, remedy: 'delete the file while no scavenge runs (the next one starts over)' },
     });
   }
 }
 
-function openSqliteScavengeStateCheckOptions(pageSizeBytes: number, cacheSizeBytes: number, capacity: number): void {
+function openSqliteScavengeStateCheckOptions(
+  pageSizeBytes: number,
+  cacheSizeBytes: number,
+  capacity: number,
+): void {
   const pageSizeValid =
     Number.isSafeInteger(pageSizeBytes) &&
     pageSizeBytes >= 512 &&
     pageSizeBytes <= 65536 &&
     (pageSizeBytes & (pageSizeBytes - 1)) === 0;
   if (!pageSizeValid) {
-    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend page size must be a power of two from 512 B to 64 KiB', {
-      httpStatus: 400,
-      details: { pageSizeBytes },
-    });
+    throw new EventDbError(
+      'EDB_CONFIG_INVALID',
+      'scavenge backend page size must be a power of two from 512 B to 64 KiB',
+      { httpStatus: 400, details: { pageSizeBytes } },
+    );
   }
   if (!Number.isSafeInteger(cacheSizeBytes) || cacheSizeBytes < 0) {
-    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend cache size must be a byte count', {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend cache size is a byte count', {
       httpStatus: 400,
       details: { cacheSizeBytes },
     });
   }
   if (!Number.isSafeInteger(capacity) || capacity < 1) {
-    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge hash users cache capacity must be at least 1', {
+    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge hash users cache capacity is below 1', {
       httpStatus: 400,
       details: { hashUsersCacheCapacity: capacity },
     });
@@ -159,7 +166,11 @@ function openSqliteScavengeStateCheckOptions(pageSizeBytes: number, cacheSizeByt
  * Sets the pragmas; returns true when the database is new (no tables yet), in which case the page
  * size is applied first. The first query also rolls back a hot journal left by a crash.
  */
-function openSqliteScavengeStateConfigure(db: Database, pageSizeBytes: number, cacheSizeBytes: number): boolean {
+function openSqliteScavengeStateConfigure(
+  db: Database,
+  pageSizeBytes: number,
+  cacheSizeBytes: number,
+): boolean {
   // Exclusive locking keeps the lock (a directory create and remove per transaction in this VFS)
   // and the page cache across transactions; the journal file then stays until close().
   db.exec('PRAGMA locking_mode = EXCLUSIVE');
@@ -211,15 +222,17 @@ class SqliteScavengeState implements ScavengeState {
     this.db = args.db;
     this.path = args.path;
     this.log = args.log;
-    const entries = Object.entries(SCAVENGE_STATE_STATEMENTS_SQL).map(([name, sql]) => [name, this.db.prepare(sql)]);
+    const entries = Object.entries(SCAVENGE_STATE_STATEMENTS_SQL).map(
+      ([name, sql]) => [name, this.db.prepare(sql)] as const,
+    );
     this.statements = Object.fromEntries(entries) as Record<StatementName, Statement>;
     this.hashUsersCache = new HashUsersCache(args.capacity, {
       read: (hash) => {
-        const row = this.statements.hashUserGet.get([BigInt.asIntN(64, hash)]);
+        const row = this.get('hashUserGet', [BigInt.asIntN(64, hash)]);
         return row === null ? undefined : String(row['value']);
       },
       insert: (hash, stream) => {
-        this.statements.hashUserInsert.run([BigInt.asIntN(64, hash), stream]);
+        this.run('hashUserInsert', [BigInt.asIntN(64, hash), stream]);
       },
     });
   }
@@ -229,9 +242,8 @@ class SqliteScavengeState implements ScavengeState {
     if (json === undefined) return undefined;
     const checkpoint = decodeCheckpoint(json);
     if ('error' in checkpoint) {
-      throw new EventDbError('EDB_INDEX_CORRUPT', `scavenge checkpoint in ${this.path} is corrupt: ${checkpoint.error}`, {
-        details: { path: this.path },
-      });
+      const message = `scavenge checkpoint in ${this.path} is corrupt: ${checkpoint.error}`;
+      throw new EventDbError('EDB_INDEX_CORRUPT', message, { details: { path: this.path } });
     }
     return checkpoint;
   }
@@ -241,7 +253,8 @@ class SqliteScavengeState implements ScavengeState {
     this.transaction(() => {
       this.keyValueSet('checkpoint', json);
       if (checkpoint.stage === 'Done') {
-        this.keyValueSet('lastCompletedScavengePointNumber', String(checkpoint.scavengePoint.number));
+        const pointNumber = String(checkpoint.scavengePoint.number);
+        this.keyValueSet('lastCompletedScavengePointNumber', pointNumber);
       }
     });
   }
@@ -260,7 +273,7 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   private keyValueGet(key: string): string | undefined {
-    const row = this.statements.keyValueGet.get([key]);
+    const row = this.get('keyValueGet', [key]);
     return row === null ? undefined : String(row['value']);
   }
 
@@ -273,17 +286,17 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   private keyValueSet(key: string, value: string): void {
-    this.statements.keyValueSet.run([key, value]);
+    this.run('keyValueSet', [key, value]);
   }
 
   getOriginal(stream: string): OriginalStreamData | undefined {
-    const row = this.statements.originalGet.get([stream]);
+    const row = this.get('originalGet', [stream]);
     return row === null ? undefined : decodeOriginal(row);
   }
 
   setOriginal(data: OriginalStreamData): void {
     assertOriginal(data);
-    this.statements.originalSet.run([
+    this.run('originalSet', [
       data.stream,
       data.isTombstoned ? 1 : 0,
       data.maxAgeSeconds,
@@ -300,8 +313,8 @@ class SqliteScavengeState implements ScavengeState {
     assertLimit(limit);
     const rows =
       afterStream === null
-        ? this.statements.activeOriginalsFirst.all([STATUS_CODES.Active, limit])
-        : this.statements.activeOriginalsAfter.all([STATUS_CODES.Active, afterStream, limit]);
+        ? this.all('activeOriginalsFirst', [STATUS_CODES.Active, limit])
+        : this.all('activeOriginalsAfter', [STATUS_CODES.Active, afterStream, limit]);
     return rows.map((row) => decodeOriginal(row));
   }
 
@@ -310,13 +323,14 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   getMeta(metastream: string): MetastreamData | undefined {
-    const row = this.statements.metaGet.get([metastream]);
+    const row = this.get('metaGet', [metastream]);
     return row === null ? undefined : decodeMeta(row);
   }
 
   setMeta(data: MetastreamData): void {
     assertMeta(data);
-    this.statements.metaSet.run([data.metastream, data.isTombstoned ? 1 : 0, data.discardPoint, data.lastRecordChunk]);
+    const tombstoned = data.isTombstoned ? 1 : 0;
+    this.run('metaSet', [data.metastream, tombstoned, data.discardPoint, data.lastRecordChunk]);
   }
 
   allMetas(): Iterable<MetastreamData> {
@@ -327,10 +341,13 @@ class SqliteScavengeState implements ScavengeState {
    * Keyset pagination: each page is a separate query after the last key seen, so no statement
    * stays open across a `yield` and the caller may write while iterating.
    */
-  private *pagedRows<T>(name: 'originalsWithDiscardsPage' | 'metasPage', decode: (row: Row) => T): Iterable<T> {
+  private *pagedRows<T>(
+    name: 'originalsWithDiscardsPage' | 'metasPage',
+    decode: (row: Row) => T,
+  ): Iterable<T> {
     let afterKey = '';
     for (;;) {
-      const rows = this.statements[name].all([afterKey, ITERATION_PAGE_ROW_COUNT]);
+      const rows = this.all(name, [afterKey, ITERATION_PAGE_ROW_COUNT]);
       for (const row of rows) yield decode(row);
       const last = rows[rows.length - 1];
       if (rows.length < ITERATION_PAGE_ROW_COUNT || last === undefined) return;
@@ -341,29 +358,29 @@ class SqliteScavengeState implements ScavengeState {
   addChunkWeight(logicalChunkNumber: number, weight: number): void {
     assertChunkNumber(logicalChunkNumber);
     assertWeight(weight);
-    this.statements.weightAdd.run([logicalChunkNumber, weight]);
+    this.run('weightAdd', [logicalChunkNumber, weight]);
   }
 
   getChunkWeight(logicalChunkNumber: number): number {
     assertChunkNumber(logicalChunkNumber);
-    const row = this.statements.weightGet.get([logicalChunkNumber]);
+    const row = this.get('weightGet', [logicalChunkNumber]);
     return row === null ? 0 : Number(row['value']);
   }
 
   resetChunkWeight(logicalChunkNumber: number): void {
     assertChunkNumber(logicalChunkNumber);
-    this.statements.weightDelete.run([logicalChunkNumber]);
+    this.run('weightDelete', [logicalChunkNumber]);
   }
 
   setChunkTimeRange(logicalChunkNumber: number, minMs: number, maxMs: number): void {
     assertChunkNumber(logicalChunkNumber);
     assertTimeRange(minMs, maxMs);
-    this.statements.timeRangeSet.run([logicalChunkNumber, minMs, maxMs]);
+    this.run('timeRangeSet', [logicalChunkNumber, minMs, maxMs]);
   }
 
   getChunkTimeRange(logicalChunkNumber: number): { minMs: number; maxMs: number } | undefined {
     assertChunkNumber(logicalChunkNumber);
-    const row = this.statements.timeRangeGet.get([logicalChunkNumber]);
+    const row = this.get('timeRangeGet', [logicalChunkNumber]);
     return row === null ? undefined : { minMs: Number(row['min']), maxMs: Number(row['max']) };
   }
 
@@ -378,15 +395,15 @@ class SqliteScavengeState implements ScavengeState {
   transaction<T>(fn: () => T): T {
     assert(this.db.isOpen, 'scavenge state is open');
     if (this.transactionDepth > 0) return this.transactionNested(fn);
-    this.statements.begin.run();
+    this.run('begin');
     this.transactionDepth = 1;
     try {
       const result = fn();
       assertSynchronousResult(result);
-      this.statements.commit.run();
+      this.run('commit');
       return result;
     } catch (err: unknown) {
-      if (this.db.inTransaction) this.statements.rollback.run();
+      if (this.db.inTransaction) this.run('rollback');
       this.hashUsersCache.forget();
       throw err;
     } finally {
@@ -397,15 +414,15 @@ class SqliteScavengeState implements ScavengeState {
   /** A savepoint: a throw undoes the inner writes only; they commit with the outer transaction. */
   private transactionNested<T>(fn: () => T): T {
     const savepoint = `nested${this.transactionDepth}`;
-    this.db.exec(`SAVEPOINT ${savepoint}`);
+    this.exec(`SAVEPOINT ${savepoint}`);
     this.transactionDepth++;
     try {
       const result = fn();
       assertSynchronousResult(result);
-      this.db.exec(`RELEASE ${savepoint}`);
+      this.exec(`RELEASE ${savepoint}`);
       return result;
     } catch (err: unknown) {
-      this.db.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);
+      this.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`);
       this.hashUsersCache.forget();
       throw err;
     } finally {
@@ -415,20 +432,74 @@ class SqliteScavengeState implements ScavengeState {
 
   clean(): void {
     this.transaction(() => {
-      const metas = this.statements.metasDeleteAll.run().changes;
-      const originals = this.statements.originalsDeleteWithStatus.run([STATUS_CODES.Spent]).changes;
-      this.log.info({ metastreamsDeleted: metas, spentOriginalsDeleted: originals }, 'scavenge state cleaned');
+      const metas = this.run('metasDeleteAll');
+      const originals = this.run('originalsDeleteWithStatus', [STATUS_CODES.Spent]);
+      this.log.info(
+        { metastreamsDeleted: metas, spentOriginalsDeleted: originals },
+        'scavenge state cleaned',
+      );
     });
   }
 
   close(): void {
     if (!this.db.isOpen) return;
     assert(this.transactionDepth === 0, 'scavenge state is not closed inside a transaction');
-    for (const statement of Object.values(this.statements)) statement.finalize();
+    for (const statement of Object.values(this.statements)) {
+      try {
+        statement.finalize();
+      } catch {
+        // sqlite3_finalize repeats the statement's last error, already reported to its caller.
+      }
+    }
     releaseScavengeStateLockOwner(this.path);
     this.db.close();
     // The last transaction committed (its journal header is zeroed), so the journal is not hot.
     rmSync(`${this.path}-journal`, { force: true });
+  }
+
+  /** Runs a prepared statement; returns the number of rows it changed. */
+  private run(name: StatementName, values: BindValues = []): number {
+    try {
+      return this.statements[name].run(values).changes;
+    } catch (err: unknown) {
+      throw this.wrapError(err);
+    }
+  }
+
+  private get(name: StatementName, values: BindValues): Row | null {
+    try {
+      return this.statements[name].get(values);
+    } catch (err: unknown) {
+      throw this.wrapError(err);
+    }
+  }
+
+  private all(name: StatementName, values: BindValues): Row[] {
+    try {
+      return this.statements[name].all(values);
+    } catch (err: unknown) {
+      throw this.wrapError(err);
+    }
+  }
+
+  private exec(sql: string): void {
+    try {
+      this.db.exec(sql);
+    } catch (err: unknown) {
+      throw this.wrapError(err);
+    }
+  }
+
+  /** SQLite errors become typed errors that name the file (the remedy may be to delete it). */
+  private wrapError(err: unknown): EventDbError {
+    if (err instanceof EventDbError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    const corrupt = /malformed|not a database|corrupt/i.test(message);
+    return new EventDbError(
+      corrupt ? 'EDB_INDEX_CORRUPT' : 'EDB_WRITE_FAILED',
+      `scavenge state database ${this.path}: ${message}`,
+      { cause: err, details: { path: this.path } },
+    );
   }
 }
 
