@@ -266,6 +266,25 @@ describe('GET /streams/{stream} feeds', () => {
       (await readFeed(http, `/streams/${stream}/3/forward/20`, { 'ES-LongPoll': 'soon' })).status,
     ).toBe(400);
   });
+
+  it('waits on the head page while If-None-Match names the current version', async () => {
+    const stream = await streamWith(1);
+    const etag = (await readFeed(http, `/streams/${stream}`)).headers.get('etag') ?? '';
+    const waiting = readFeed(http, `/streams/${stream}`, {
+      'If-None-Match': etag,
+      'ES-LongPoll': '10',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await appendEvents(http, stream, [newEvent('late', {})]);
+    const response = await waiting;
+    expect(response.status).toBe(200);
+    expect(response.json<Feed>().entries[0]?.title).toBe(`1@${stream}`);
+    const unchanged = await readFeed(http, `/streams/${stream}`, {
+      'If-None-Match': response.headers.get('etag') ?? '',
+      'ES-LongPoll': '1',
+    });
+    expect(unchanged.status).toBe(304);
+  });
 });
 
 describe('GET /streams/{stream}/{event}', () => {

@@ -95,7 +95,8 @@ export async function handleStreamFeed(
   const from = parseEventNumber(params.event ?? 'head', params.direction === 'backward');
   const count = parseCount(params.count);
   readResolveLinkTos(request);
-  const longPollSeconds = params.direction === 'forward' ? readLongPollSeconds(request) : undefined;
+  const longPollSeconds =
+    params.direction === 'forward' || from === 'head' ? readLongPollSeconds(request) : undefined;
   await authorizeStream(context, request, params.stream, 'r');
   if (negotiated.mediaType === MediaType.DescriptionDocJson) {
     const body = JSON.stringify(descriptionDocument(params.stream), null, 2);
@@ -112,10 +113,7 @@ export async function handleStreamFeed(
     const watcher = watchCommits(context.db, (write) => write.stream === stream);
     try {
       result = await read();
-      if (
-        result.kind !== 'stream-deleted' &&
-        (result.kind === 'stream-not-found' || result.events.length === 0)
-      ) {
+      if (nothingNew(request, result, params.direction, negotiated.mediaType)) {
         const signal = longPollSignal(reply.raw, context.closing);
         if (await watcher.wait(longPollSeconds * 1000, signal)) result = await read();
       }
@@ -133,6 +131,22 @@ export async function handleStreamFeed(
     embed: query.embed,
     result,
   });
+}
+
+/**
+ * Whether a long poll should wait: a forward page found no events, or the head of the stream
+ * is what the client already has (its If-None-Match names the current version).
+ */
+function nothingNew(
+  request: FastifyRequest,
+  result: ReadStreamResult,
+  direction: 'forward' | 'backward',
+  mediaType: MediaTypeValue,
+): boolean {
+  if (result.kind === 'stream-deleted') return false;
+  if (result.kind === 'stream-not-found') return true;
+  if (direction === 'forward') return result.events.length === 0;
+  return isNotModified(request, eTagValue(result.lastEventNumber, mediaType));
 }
 
 interface FeedResponse {
