@@ -36,6 +36,7 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
     await options.listener.started({ scavengeId: options.scavengeId, scavengePoint: begun?.scavengePoint });
     if (begun) {
       log.info({ stage: begun.stage, scavengePoint: begun.scavengePoint }, 'scavenge started');
+      log.info({ stage: begun.stage }, 'scavenge stage');
       await runStages(access, state, begun, options, log, totals);
     } else {
       log.info('scavenge has nothing to do: no unreached scavenge point and syncOnly is set');
@@ -91,7 +92,10 @@ async function runStages(
   const point = checkpoint.scavengePoint;
   const pacer = new ScavengePacer(options.signal, options.params.throttlePercent);
   const run = { scavengeId: options.scavengeId, listener: options.listener, threads: options.params.threads };
-  const set = (c: ScavengeCheckpoint): void => state.transaction(() => state.setCheckpoint(c));
+  const set = (c: ScavengeCheckpoint): void => {
+    state.transaction(() => state.setCheckpoint(c));
+    log.info({ stage: c.stage }, 'scavenge stage');
+  };
   let stage = checkpoint.stage;
   if (stage === 'Accumulating') {
     const chunks = await accumulate(access, state, point, pacer);
