@@ -30,6 +30,7 @@ const OPS = `Basic ${Buffer.from('ops:changeit').toString('base64')}`;
 const NODE_ENDPOINT = '127.0.0.1:2113';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const log = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+const JSON_ACCEPT = { accept: 'application/json' };
 
 type Ending = 'report' | 'silent' | 'throw';
 
@@ -47,7 +48,11 @@ class FakeScavenger {
   ending: Ending = 'report';
   private running = false;
 
-  startScavenge = (scavengeId: string, params: ScavengeParams, listener: ScavengeListener): ScavengeHandle => {
+  startScavenge = (
+    scavengeId: string,
+    params: ScavengeParams,
+    listener: ScavengeListener,
+  ): ScavengeHandle => {
     if (this.running) throw new EventDbError('EDB_SCAVENGE_RUNNING', 'Scavenge is already running');
     this.running = true;
     let open: (result: 'Success' | 'Stopped') => void = () => undefined;
@@ -86,7 +91,9 @@ class FakeScavenger {
     await listener.indexExecuted({ scavengeId, timeTakenMs: 5, entriesDeleted: 6, entriesKept: 7 });
     const result = await gate;
     if (this.ending === 'throw') throw new Error('disk on fire');
-    const outcome: ScavengeOutcome = { result, error: null, spaceSavedBytes: 130, timeTakenMs: 2000 };
+    const outcome: ScavengeOutcome = {
+      result, error: null, spaceSavedBytes: 130, timeTakenMs: 2000,
+    };
     if (this.ending === 'report') {
       await listener.completed({ scavengeId, ...outcome, maxChunkScavenged: 1 });
     }
@@ -143,7 +150,7 @@ async function inject(
 }
 
 async function startRun(h: Harness, query = ''): Promise<string> {
-  const response = await inject(h, 'POST', `/admin/scavenge${query}`, { accept: 'application/json' });
+  const response = await inject(h, 'POST', `/admin/scavenge${query}`, JSON_ACCEPT);
   expect(response.statusCode, response.body).toBe(200);
   return (response.json() as { scavengeId: string }).scavengeId;
 }
@@ -168,7 +175,7 @@ async function settled(h: Harness): Promise<void> {
 }
 
 describe('scavenge history written from the engine listener', () => {
-  it('writes every event with EventStoreDB payloads and links start and end into $scavenges', async () => {
+  it('writes EventStoreDB payloads; links start and end into $scavenges', async () => {
     const h = await harness();
     const id = await startRun(h);
     h.fake.runs[0]?.release();
@@ -191,7 +198,8 @@ describe('scavenge history written from the engine listener', () => {
     }));
     expect(notScavenged).toBe(JSON.stringify({
       scavengeId: id, chunkStartNumber: 2, chunkEndNumber: 2, timeTaken: '00:00:00.2500000',
-      wasScavenged: false, spaceSaved: 0, nodeEndpoint: NODE_ENDPOINT, errorMessage: 'chunk is busy',
+      wasScavenged: false, spaceSaved: 0, nodeEndpoint: NODE_ENDPOINT,
+      errorMessage: 'chunk is busy',
     }));
     expect(merge).toBe(JSON.stringify({
       scavengeId: id, chunkStartNumber: 0, chunkEndNumber: 1, timeTaken: '00:00:00.0200000',
@@ -199,7 +207,8 @@ describe('scavenge history written from the engine listener', () => {
     }));
     expect(index).toBe(JSON.stringify({
       scavengeId: id, level: 0, index: 0, timeTaken: '00:00:00.0050000', entriesDeleted: 6,
-      entriesKept: 7, spaceSaved: 0, wasScavenged: true, nodeEndpoint: NODE_ENDPOINT, errorMessage: '',
+      entriesKept: 7, spaceSaved: 0, wasScavenged: true, nodeEndpoint: NODE_ENDPOINT,
+      errorMessage: '',
     }));
     expect(completed).toBe(JSON.stringify({
       scavengeId: id, nodeEndpoint: NODE_ENDPOINT, result: 'Success', error: null,
@@ -219,7 +228,7 @@ describe('scavenge history written from the engine listener', () => {
     expect(h.scavenges.last()).toEqual({ scavengeId: id, result: 'Success' });
   });
 
-  it('writes $scavengeCompleted from the outcome when the engine ends without reporting', async () => {
+  it('writes $scavengeCompleted from the outcome when the engine does not report', async () => {
     const h = await harness();
     h.fake.ending = 'silent';
     const id = await startRun(h);
@@ -281,12 +290,12 @@ describe('scavenge admin routes', () => {
     ]);
     const current = await inject(h, 'GET', '/admin/scavenge/current');
     expect(current.body).toBe(`ScavengeId: ${id}, ScavengeLink: /admin/scavenge/${id}`);
-    const inProgress = await inject(h, 'GET', '/admin/scavenge/last', { accept: 'application/json' });
+    const inProgress = await inject(h, 'GET', '/admin/scavenge/last', JSON_ACCEPT);
     expect(inProgress.json()).toMatchObject({ scavengeId: id, scavengeResult: 'InProgress' });
 
     const wrong = await inject(h, 'DELETE', '/admin/scavenge/not-this-one');
     expect([wrong.statusCode, wrong.body]).toEqual([404, 'Scavenge Id does not exist']);
-    const stopped = await inject(h, 'DELETE', '/admin/scavenge/current', { accept: 'application/json' });
+    const stopped = await inject(h, 'DELETE', '/admin/scavenge/current', JSON_ACCEPT);
     expect([stopped.statusCode, stopped.json()]).toEqual([200, id]);
     // The answer came after the run had stopped and its history was written.
     expect(h.scavenges.currentScavengeId()).toBeUndefined();
@@ -323,7 +332,9 @@ describe('scavenge admin routes', () => {
     const id = await startRun(h);
     const json = await inject(h, 'GET', '/admin/scavenge/current?format=json');
     expect(json.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(json.body).toBe(`{\n  "scavengeId": "${id}",\n  "scavengeLink": "/admin/scavenge/${id}"\n}`);
+    expect(json.body).toBe(
+      `{\n  "scavengeId": "${id}",\n  "scavengeLink": "/admin/scavenge/${id}"\n}`,
+    );
     const xml = await inject(h, 'GET', '/admin/scavenge/current', { accept: 'application/xml' });
     expect(xml.headers['content-type']).toBe('application/xml; charset=utf-8');
     expect(xml.body).toContain(`<ScavengeGetCurrentResultDto><ScavengeId>${id}</ScavengeId>`);
@@ -362,7 +373,9 @@ describe('scavenge admin routes', () => {
       }
     }
     expect(h.fake.runs).toHaveLength(0);
-    const ops = await h.app.inject({ method: 'POST', url: '/admin/scavenge', headers: { authorization: OPS } });
+    const ops = await h.app.inject({
+      method: 'POST', url: '/admin/scavenge', headers: { authorization: OPS },
+    });
     expect(ops.statusCode).toBe(200);
     const opsStop = await h.app.inject({
       method: 'DELETE', url: '/admin/scavenge/current', headers: { authorization: OPS },
@@ -377,16 +390,20 @@ describe('scavenge admin routes', () => {
     };
     const names = doc.paths['/admin/scavenge']?.['post']?.parameters?.map((p) => p.name) ?? [];
     expect(names).toEqual(
-      expect.arrayContaining(['threads', 'threshold', 'throttlePercent', 'syncOnly', 'startFromChunk']),
+      expect.arrayContaining([
+        'threads', 'threshold', 'throttlePercent', 'syncOnly', 'startFromChunk',
+      ]),
     );
     expect(Object.keys(doc.paths)).toEqual(
-      expect.arrayContaining(['/admin/scavenge/current', '/admin/scavenge/last', '/admin/scavenge/{scavengeId}']),
+      expect.arrayContaining([
+        '/admin/scavenge/current', '/admin/scavenge/last', '/admin/scavenge/{scavengeId}',
+      ]),
     );
   });
 });
 
 describe('interrupted scavenges at node start', () => {
-  it('completes this node\'s unfinished runs as Interrupted with totals from their detail events', async () => {
+  it('completes unfinished runs of this node as Interrupted with totals', async () => {
     const before = await harness();
     const interruptedId = await startRun(before);
     const done = await harness({ db: before.db });

@@ -42,7 +42,9 @@ interface HistoryEvent {
 async function createWorker(http: Http): Promise<void> {
   const created = await http('POST', '/users/', {
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ LoginName: 'worker', FullName: 'Worker', Password: 'worker-pw', Groups: [] }),
+    body: JSON.stringify({
+      LoginName: 'worker', FullName: 'Worker', Password: 'worker-pw', Groups: [],
+    }),
   });
   expect(created.status).toBe(201);
 }
@@ -70,7 +72,11 @@ async function currentScavenge(http: Http) {
 }
 
 /** Polls `check` every 100 ms until it returns a value, failing after `timeoutMs`. */
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -89,8 +95,13 @@ async function waitForResult(http: Http, scavengeId: string, timeoutMs = 60_000)
 }
 
 /** A history stream in event-number order, read over the streams API (as `$ops` by default). */
-async function readHistory(http: Http, stream: string, authorization = OPS): Promise<HistoryEvent[]> {
-  const response = await http('GET', `/streams/${encodeURIComponent(stream)}/0/forward/4096?embed=body`, {
+async function readHistory(
+  http: Http,
+  stream: string,
+  authorization = OPS,
+): Promise<HistoryEvent[]> {
+  const path = `/streams/${encodeURIComponent(stream)}/0/forward/4096?embed=body`;
+  const response = await http('GET', path, {
     headers: { accept: ATOM_JSON, authorization },
   });
   expect(response.status, `${stream}: ${response.text}`).toBe(200);
@@ -113,8 +124,8 @@ async function readLinks(http: Http): Promise<string[]> {
   });
   if (response.status === 404) return [];
   expect(response.status).toBe(200);
-  const entries = (response.json() as { entries: Array<{ eventNumber: number; eventType: string }> })
-    .entries.sort((a, b) => a.eventNumber - b.eventNumber);
+  const feed = response.json() as { entries: Array<{ eventNumber: number; eventType: string }> };
+  const entries = feed.entries.sort((a, b) => a.eventNumber - b.eventNumber);
   const links: string[] = [];
   for (const entry of entries) {
     expect(entry.eventType).toBe('$>');
@@ -141,20 +152,27 @@ async function writeRemovableEvents(http: Http, streamCount: number): Promise<vo
     const stream = `scavenge-load-${randomUUID().slice(0, 8)}`;
     const metadata = await http('POST', `/streams/${stream}/metadata`, {
       headers,
-      body: JSON.stringify([{ eventId: randomUUID(), eventType: '$metadata', data: { $maxCount: 1 } }]),
+      body: JSON.stringify([
+        { eventId: randomUUID(), eventType: '$metadata', data: { $maxCount: 1 } },
+      ]),
     });
     expect(metadata.status).toBe(201);
     for (let batch = 0; batch < 4; batch++) {
       const events = Array.from({ length: 5 }, () => ({
         eventId: randomUUID(), eventType: 'load', data: { padding: 'x'.repeat(800) },
       }));
-      const appended = await http('POST', `/streams/${stream}`, { headers, body: JSON.stringify(events) });
+      const body = JSON.stringify(events);
+      const appended = await http('POST', `/streams/${stream}`, { headers, body });
       expect(appended.status).toBe(201);
     }
   }
 }
 
-function expectHistoryShape(events: HistoryEvent[], scavengeId: string, nodeEndpoint: string): void {
+function expectHistoryShape(
+  events: HistoryEvent[],
+  scavengeId: string,
+  nodeEndpoint: string,
+): void {
   expect(events[0]?.eventType).toBe('$scavengeStarted');
   expect(events[0]?.data).toEqual({ scavengeId, nodeEndpoint });
   for (const event of events) {
@@ -183,7 +201,7 @@ describe('scavenge admin on a fresh in-memory node', () => {
     await node.stop();
   });
 
-  it('refuses every invalid parameter with 400 and EventStoreDB\'s message, starting nothing', async () => {
+  it('refuses each invalid parameter with 400 and its message, starting nothing', async () => {
     const cases: Array<[string, string]> = [
       ['threads=0', 'threads must be a 1 or above'],
       ['threads=-2', 'threads must be a 1 or above'],
@@ -220,7 +238,7 @@ describe('scavenge admin on a fresh in-memory node', () => {
     expect(await readLinks(http)).toEqual([]);
   });
 
-  it('answers 401 with an empty body to anonymous, ordinary and wrong-password requests', async () => {
+  it('answers 401 with an empty body to anonymous, ordinary and bad-password calls', async () => {
     const routes: Array<[string, string]> = [
       ['POST', '/admin/scavenge'],
       ['GET', '/admin/scavenge/current'],
@@ -257,7 +275,7 @@ describe('scavenge admin on a fresh in-memory node', () => {
     expect([stop.status, stop.text]).toEqual([404, 'Scavenge Id does not exist']);
   });
 
-  it('runs a scavenge and writes its history, readable by $ops and linked from $scavenges', async () => {
+  it('writes the history of a run, readable by $ops, linked from $scavenges', async () => {
     const started = await http('POST', '/admin/scavenge');
     expect(started.status).toBe(200);
     expect(started.headers.get('content-type')).toBe('text/plain; charset=utf-8');
@@ -302,7 +320,7 @@ describe('scavenge admin on a fresh in-memory node', () => {
     );
   });
 
-  it('accepts and ignores startFromChunk, caps threads at 4, and logs a warning for each', async () => {
+  it('ignores startFromChunk, caps threads at 4, and logs a warning for each', async () => {
     const scavengeId = await startScavenge(http, '?startFromChunk=3&threads=9');
     expect(await waitForResult(http, scavengeId)).toBe('Success');
     const warnings = node.output.filter((line) => line.includes('"level":40'));
@@ -332,7 +350,7 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     dirs.remove();
   });
 
-  it('shows the running scavenge, refuses a second one, and answers DELETE once it stopped', async () => {
+  it('shows the running scavenge, refuses a second, answers DELETE once stopped', async () => {
     const scavengeId = await startScavenge(http, '?throttlePercent=1');
     expect(await currentScavenge(http)).toEqual({
       scavengeId, scavengeLink: `/admin/scavenge/${scavengeId}`,
@@ -369,7 +387,8 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
       const response = await http('GET', `/streams/${encodeURIComponent(stream)}?embed=body`, {
         headers: { accept: ATOM_JSON },
       });
-      return response.status === 200 && response.text.includes('"$scavengeStarted"') ? true : undefined;
+      const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
+      return written ? true : undefined;
     });
     expect((await currentScavenge(http)).scavengeId).toBe(scavengeId);
     await node.stop('SIGKILL');
@@ -377,7 +396,9 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     // Same port: history entries are matched by node endpoint, as in EventStoreDB.
     const restartArgs = [...nodeArgs, '--http-port', String(port), '--always-keep-scavenged'];
     node = await startNode({ memDb: false, args: restartArgs });
-    expect(node.output.some((line) => line.includes('AlwaysKeepScavenged is deprecated'))).toBe(true);
+    const deprecated = (line: string): boolean =>
+      line.includes('AlwaysKeepScavenged is deprecated');
+    expect(node.output.some(deprecated)).toBe(true);
     http = httpClient(`http://127.0.0.1:${port}`);
     const events = await readHistory(http, stream);
     expectHistoryShape(events, scavengeId, `127.0.0.1:${port}`);
