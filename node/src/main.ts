@@ -62,6 +62,10 @@ function engineOptions(config: NodeConfig): EventDbOptions {
     maxEventSizeBytes: config.maxEventSize,
     streamExistenceFilterSizeBytes: config.streamExistenceFilterSize,
     hashCollisionReadLimit: config.hashCollisionReadLimit,
+    disableScavengeMerging: config.disableScavengeMerging,
+    scavengeBackendPageSizeBytes: config.scavengeBackendPageSize * 1024,
+    scavengeBackendCacheSizeBytes: config.scavengeBackendCacheSize,
+    scavengeHashUsersCacheCapacity: config.scavengeHashUsersCacheCapacity,
   };
 }
 

@@ -217,6 +217,18 @@ describe('durability and recovery', () => {
     expect(await db.append('t', 0, [jsonEvent(1)])).toMatchObject({ kind: 'success', firstEventNumber: 1 });
   });
 
+  it('works with the stream existence filter disabled (size 0)', async () => {
+    const dir = tempDir();
+    let db = await openTestEngine(engineOptions(dir, { streamExistenceFilterSizeBytes: 0 }));
+    await db.append('e', -1, [jsonEvent(0)]);
+    expect(await db.streamState('absent')).toEqual({ kind: 'no-stream' });
+    await db.close();
+    db = await openTestEngine(engineOptions(dir, { streamExistenceFilterSizeBytes: 0 }));
+    engines.push(db);
+    expect(await readNumbers(db, 'e')).toEqual([0]);
+    expect(fs.existsSync(path.join(dir, 'index', 'stream-existence', 'streamExistenceFilter.dat'))).toBe(false);
+  });
+
   it('--mem-db writes nothing to disk', async () => {
     const dir = tempDir();
     const { db } = await fresh({ memDb: true, dbPath: path.join(dir, 'db'), indexPath: path.join(dir, 'index') });

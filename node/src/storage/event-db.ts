@@ -45,7 +45,7 @@ import { runScavenge } from './scavenge/scavenger.js';
 import type { ScavengeAccess } from './scavenge/scavenge-access.js';
 import { openMemoryScavengeState } from './scavenge/memory-scavenge-state.js';
 import { openSqliteScavengeState } from './scavenge/sqlite-scavenge-state.js';
-import type { StreamExistenceFilter } from './index/stream-existence-filter.js';
+import type { ExistenceFilter } from './index-adapter.js';
 
 export interface EventDbDeps {
   readonly log: Logger;
@@ -158,7 +158,7 @@ export class Engine implements EventDb {
     private readonly index: StreamIndex,
     private readonly checkpoints: EngineCheckpoints,
     hasher: StreamHasher,
-    private readonly existence: StreamExistenceFilter,
+    private readonly existence: ExistenceFilter,
   ) {
     this.hasher = hasher;
     this.nowMs = deps.nowMs ?? Date.now;
@@ -500,9 +500,19 @@ export class Engine implements EventDb {
 
   private indexFlushRunning = false;
 
-  /** Keeps crash recovery short: the log past the durable index tables stays under a bound. */
+  private existencePersistRunning = false;
+
+  /**
+   * Keeps crash recovery short: the log past the durable index tables, and past the persisted
+   * stream existence filter, stays under a bound.
+   */
   private flushIndexIfFarBehind(): void {
-    if (this.indexFlushRunning || this.options.memDb) return;
+    if (this.options.memDb) return;
+    if (!this.existencePersistRunning && this.committedPos - this.existence.checkpoint >= INDEX_REPLAY_BYTES_MAX) {
+      this.existencePersistRunning = true;
+      this.existence.persist().then(() => { this.existencePersistRunning = false; }, (err: unknown) => this.fail(err));
+    }
+    if (this.indexFlushRunning) return;
     if (this.committedPos - this.index.persistedLogPosition < INDEX_REPLAY_BYTES_MAX) return;
     this.indexFlushRunning = true;
     this.index.flush().then(
