@@ -266,9 +266,10 @@ function canonicalizeBodyKeys(canonical: readonly string[]) {
 }
 
 function isValidLoginName(login: string): boolean {
-  // '/' could never be addressed in a URL; control characters are never intended.
+  // '/' could never be addressed in a URL; control characters are never intended; a leading
+  // '$' is reserved for system roles (`$admins`, `$ops`, `$all`) and `$current`.
   // eslint-disable-next-line no-control-regex
-  return login.trim() !== '' && login !== CURRENT_USER && !/[/\u0000-\u001f\u007f]/.test(login);
+  return login.trim() !== '' && !login.startsWith('$') && !/[/\u0000-\u001f\u007f]/.test(login);
 }
 
 function userData(req: FastifyRequest, user: UserDetails): z.infer<typeof UserDataSchema> {

@@ -35,6 +35,7 @@ describe('stream-acl', () => {
     expect(rolesAdmit(['bob', '$ops'], alice)).toBe(false);
     expect(rolesAdmit(['devs'], undefined)).toBe(false);
     expect(rolesAdmit([], alice)).toBe(false);
+    expect(rolesAdmit(['$admins'], { login: '$admins', groups: [] })).toBe(false);
   });
 
   it('parses $acl objects and $settings leniently', () => {

@@ -62,7 +62,10 @@ export function effectiveRoles(
 
 /** A user's roles: its groups plus its own login name (EventStoreDB gives every user both). */
 export function principalRoles(principal: Principal): readonly string[] {
-  return [...principal.groups, principal.login];
+  // A login that looks like a system role ('$admins') must not grant that role.
+  return principal.login.startsWith('$')
+    ? principal.groups
+    : [...principal.groups, principal.login];
 }
 
 export function isMemberOf(principal: Principal | undefined, role: string): boolean {
