@@ -68,6 +68,8 @@ describe('streams routes over the in-memory engine', () => {
     expect(options.statusCode).toBe(200);
     expect(options.headers['access-control-allow-origin']).toBe('*');
     expect(options.headers['access-control-expose-headers']).toContain('ES-CurrentVersion');
+    const feed = await server.app.inject({ method: 'GET', url: '/streams/x' });
+    expect(feed.headers['access-control-allow-methods']).toBe('GET, POST, DELETE, OPTIONS');
     const missing = await server.app.inject({ method: 'GET', url: '/nowhere' });
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toBe('');

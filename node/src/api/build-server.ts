@@ -101,8 +101,19 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
 
 /** CORS headers on every response and one debug line per request (never headers or bodies). */
 function registerRequestHooks(app: FastifyInstance): void {
-  app.addHook('onRequest', async (_request, reply) => {
+  // Access-Control-Allow-Methods names the methods of the matched route, as EventStoreDB does.
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) if (method !== 'HEAD') methods.add(method);
+    methodsByUrl.set(route.url, methods);
+  });
+  app.addHook('onRequest', async (request, reply) => {
     reply.headers(CORS_HEADERS);
+    const methods = methodsByUrl.get(request.routeOptions.url ?? '');
+    if (methods !== undefined) {
+      reply.header('access-control-allow-methods', [...methods, 'OPTIONS'].join(', '));
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug(
