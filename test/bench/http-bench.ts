@@ -6,6 +6,9 @@
  * Workloads: single-event appends over 64 keep-alive connections, 100-event batches over 16,
  * and forward feed reads with embed=body over 16. Each is bounded in time and in count.
  * Figures: events/s, p50/p99 request latency, the node's peak RSS (VmHWM), EventDB/PostgreSQL.
+ *
+ * Environment: BENCH_DURATION_MS (per workload, default 12000), BENCH_POSTGRES=0 skips
+ * PostgreSQL, BENCH_DIR puts the data elsewhere than the OS temp directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -155,6 +158,10 @@ async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssB
 }
 
 async function runPostgres(notes: string[]): Promise<Results | undefined> {
+  if (process.env['BENCH_POSTGRES'] === '0') {
+    notes.push('PostgreSQL comparison skipped (BENCH_POSTGRES=0)');
+    return undefined;
+  }
   const binDir = ensurePostgresInstalled(notes);
   if (binDir === undefined) return undefined;
   const server = await startPostgres(binDir, await freePort());
