@@ -8,10 +8,21 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sqlite from 'node-sqlite3-wasm';
 import { pino } from 'pino';
 import ts from 'typescript';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +30,7 @@ import type { OriginalStreamData, ScavengeState } from './scavenge-types.js';
 import { openSqliteScavengeState } from './sqlite-scavenge-state.js';
 import type { SqliteScavengeStateOptions } from './sqlite-scavenge-state.js';
 
+const { Database: SqliteDatabase } = sqlite;
 const log = pino({ level: 'silent' });
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../../../..');
@@ -226,7 +238,7 @@ describe('SqliteScavengeState after SIGKILL', () => {
     const indexPath = makeIndexPath();
     const seed = open({ indexPath });
     seed.transaction(() => {
-      for (let i = 0; i < 10; i++) seed.setOriginal(original(`before-${i}`, { discardPoint: 1 }));
+      for (let i = 0; i < SEED_ROW_COUNT; i++) seed.setOriginal(original(seedName(i), { discardPoint: 1 }));
       seed.setLastAccumulatedChunk(0);
     });
     seed.close();
@@ -234,15 +246,37 @@ describe('SqliteScavengeState after SIGKILL', () => {
     const child = spawnChild(childDirectory, ['midtransaction', indexPath]);
     await waitForLine(child, 'in-transaction');
     await killChild(child);
-    // The uncommitted transaction really reached the database file, and left a hot journal.
-    expect(readFileSync(dbPath(indexPath)).equals(committedBytes)).toBe(false);
-    expect(existsSync(`${dbPath(indexPath)}-journal`)).toBe(true);
+    // The transaction spilled its pages to the WAL; the database file itself is untouched.
+    expect(statSync(`${dbPath(indexPath)}-wal`).size).toBeGreaterThan(1024 * 1024);
+    expect(readFileSync(dbPath(indexPath)).equals(committedBytes)).toBe(true);
     const state = open({ indexPath });
     expect(state.lastAccumulatedChunk()).toBe(0);
-    expect([...state.allOriginalsWithDiscards()].map((d) => d.stream)).toHaveLength(10);
-    expect(state.getOriginal('during-0')).toBeUndefined();
+    const rows = [...state.allOriginalsWithDiscards()];
+    const seedNames = Array.from({ length: SEED_ROW_COUNT }, (_, i) => seedName(i));
+    expect(rows.map((d) => d.stream)).toEqual(seedNames);
+    expect(rows.filter((d) => d.discardPoint !== 1)).toEqual([]);
     state.close();
     expect(readdirSync(join(indexPath, 'scavenging'))).toEqual(['scavenging.db']);
+  });
+
+  // Why the state uses WAL: with the rollback journal, this VFS never replays a hot journal (its
+  // xCheckReservedLock sees the connection's own lock directory), so the same crash leaves the
+  // uncommitted pages in the file. If this starts failing, the library fixed it.
+  it('shows that node-sqlite3-wasm does not roll back a hot rollback journal', async () => {
+    const indexPath = makeIndexPath();
+    const path = join(indexPath, 'raw.db');
+    const child = spawnChild(childDirectory, ['rawjournal', path]);
+    await waitForLine(child, 'in-transaction');
+    await killChild(child);
+    expect(existsSync(`${path}-journal`)).toBe(true);
+    rmSync(`${path}.lock`, { recursive: true, force: true });
+    const db = new SqliteDatabase(path);
+    try {
+      const changed = db.get('SELECT count(*) AS n FROM t WHERE v = 99')?.['n'];
+      expect(Number(changed)).toBeGreaterThan(0);
+    } finally {
+      db.close();
+    }
   });
 
   /** Returns the committed counter after checking every transaction's rows are all there. */
@@ -347,9 +381,18 @@ function childSources(): string[] {
   return [...found];
 }
 
+/** Committed rows the interrupted transaction rewrites. */
+const SEED_ROW_COUNT = 2000;
+
+function seedName(seedIndex: number): string {
+  return `before-${String(seedIndex).padStart(5, '0')}`;
+}
+
 const CHILD_PROGRAM = `
 import { pino } from 'pino';
+import pkg from 'node-sqlite3-wasm';
 import { openSqliteScavengeState } from './node/src/storage/scavenge/sqlite-scavenge-state.js';
+const { Database } = pkg;
 const [mode, indexPath, rowCountText] = process.argv.slice(2);
 const log = pino({ level: 'silent' });
 const point = { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 };
@@ -368,10 +411,24 @@ if (mode === 'loop') {
     });
     process.stdout.write('committed ' + counter + '\\n');
   }
+} else if (mode === 'rawjournal') {
+  const db = new Database(indexPath);
+  db.exec('PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -64');
+  db.exec('CREATE TABLE t (key TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID; BEGIN');
+  for (let i = 0; i < 2000; i++) db.run('INSERT INTO t VALUES (?, 1)', 'k' + String(i).padStart(5, '0'));
+  db.exec('COMMIT; BEGIN IMMEDIATE; UPDATE t SET v = 99');
+  for (let i = 0; i < 20000; i++) db.run('INSERT INTO t VALUES (?, 1)', 'z' + i + 'x'.repeat(100));
+  process.stdout.write('in-transaction\\n');
+  for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
 } else if (mode === 'midtransaction') {
   // A small cache makes SQLite spill pages into the database file before the commit.
   const state = openSqliteScavengeState({ indexPath, log, cacheSizeBytes: 64 * 1024 });
   state.transaction(() => {
+    // Rewrites the committed rows first: their leaf pages go cold and are spilled to the file
+    // in place, which only the journal can undo.
+    for (let i = 0; i < ${SEED_ROW_COUNT}; i++) {
+      state.setOriginal({ ...row('before-' + String(i).padStart(5, '0'), 99), discardPoint: 99 });
+    }
     for (let i = 0; i < 20000; i++) state.setOriginal(row('during-' + i + '-' + 'x'.repeat(100), 1));
     state.setLastAccumulatedChunk(1);
     process.stdout.write('in-transaction\\n');
