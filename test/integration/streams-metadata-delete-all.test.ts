@@ -92,6 +92,12 @@ describe('stream metadata', () => {
       summary: '$metadata',
       content: { data: { $maxCount: 7 } },
     });
+    // The metastream reads like a stream under /metadata/..., showing only its latest event.
+    const latest = await http('GET', `/streams/${stream}/metadata/1`, {
+      headers: { accept: 'application/json' },
+    });
+    expect(latest.json()).toEqual({ $maxCount: 7 });
+    expect(await titles(`/streams/${stream}/metadata/0/forward/10`)).toEqual([`1@$$${stream}`]);
   });
 
   it('rejects another event type and invalid bodies with 400', async () => {

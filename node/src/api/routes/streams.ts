@@ -125,6 +125,31 @@ function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void
   typed.get('/streams/:stream/metadata/', (request, reply) =>
     redirectTrailingSlash(request, reply),
   );
+  registerMetastreamReadRoutes(typed, context);
+}
+
+/** `/streams/{s}/metadata/{event}[...]` read the metastream `$$s` like any stream. */
+function registerMetastreamReadRoutes(app: FastifyInstance, context: StreamsContext): void {
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  typed.get(
+    '/streams/:stream/metadata/:event',
+    { schema: { params: EventParams, querystring: ReadQuery } },
+    (request, reply) => {
+      const params = { stream: `$$${request.params.stream}`, event: request.params.event };
+      return handleReadEvent(context, request, reply, params, request.query);
+    },
+  );
+  for (const suffix of [':count', 'backward/:count', 'forward/:count'] as const) {
+    const direction: 'forward' | 'backward' = suffix === 'forward/:count' ? 'forward' : 'backward';
+    typed.get(
+      `/streams/:stream/metadata/:event/${suffix}`,
+      { schema: { params: PageParams, querystring: ReadQuery } },
+      (request, reply) => {
+        const params = { ...request.params, stream: `$$${request.params.stream}`, direction };
+        return handleStreamFeed(context, request, reply, params, request.query);
+      },
+    );
+  }
 }
 
 function registerWriteRoutes(app: FastifyInstance, context: StreamsContext): void {
