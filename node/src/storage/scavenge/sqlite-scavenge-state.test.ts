@@ -220,9 +220,11 @@ describe('SqliteScavengeState after SIGKILL', () => {
   it('holds a consistent prefix of the committed transactions', async () => {
     const indexPath = makeIndexPath();
     let committedReported = -1;
-    for (let round = 0; round < 3; round++) {
+    // Hundreds of commits in all, so that WAL checkpoints (every 1000 pages) are among the
+    // moments a kill can land on.
+    for (let round = 0; round < 4; round++) {
       const child = spawnChild(childDirectory, ['loop', indexPath, '20']);
-      const target = committedReported + 5 + round;
+      const target = committedReported + 30 + Math.floor(Math.random() * 220);
       committedReported = await waitForCounter(child, target);
       // Kill at an arbitrary moment within the next transactions.
       await sleep(Math.floor(Math.random() * 30));

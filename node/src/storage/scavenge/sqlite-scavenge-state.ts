@@ -30,11 +30,11 @@
  * checkpoint and no accumulated chunks, so it starts from scratch and re-accumulates the log
  * from chunk 0. Deleting it is also the remedy when the file is reported corrupt.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pkg from 'node-sqlite3-wasm';
 import type { Logger } from 'pino';
-import { EventDbError, assert } from '../../errors.js';
+import { EventDbError, FatalError, assert } from '../../errors.js';
 import { HASH_USERS_CACHE_CAPACITY_DEFAULT, HashUsersCache } from './hash-users-cache.js';
 import type { HashUsersCacheStats } from './hash-users-cache.js';
 import {
@@ -123,6 +123,9 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
       );
     }
     recordScavengeStateLockOwner(path);
+    // The database and its WAL exist by now (the first read creates the WAL): make their
+    // directory entries durable, since this VFS's xSync only fsyncs the files themselves.
+    openSqliteScavengeStateSyncDirectory(directory);
     const state = new SqliteScavengeState({ db, path, capacity, log: options.log });
     options.log.info(
       { path, created, pageSizeBytes: actualPageSizeBytes, cacheSizeBytes },
@@ -195,6 +198,17 @@ function openSqliteScavengeStateConfigure(
   db.exec(`PRAGMA cache_size = -${Math.floor(cacheSizeBytes / 1024)}`);
   db.exec('PRAGMA foreign_keys = OFF');
   return created;
+}
+
+function openSqliteScavengeStateSyncDirectory(directory: string): void {
+  const fd = openSync(directory, 'r');
+  try {
+    fsyncSync(fd);
+  } catch (err: unknown) {
+    throw new FatalError('EDB_FSYNC_FAILED', `cannot fsync directory ${directory}`, { cause: err });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function openSqliteScavengeStateSchema(db: Database, created: boolean): void {
