@@ -76,12 +76,13 @@ async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 60_000,
+  context: () => string = () => '',
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -389,7 +390,7 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
       });
       const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
       return written ? true : undefined;
-    });
+    }, 60_000, () => `; node output:\n${node.output.slice(-40).join('\n')}`);
     expect((await currentScavenge(http)).scavengeId).toBe(scavengeId);
     await node.stop('SIGKILL');
 
@@ -423,5 +424,19 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     expect(await waitForResult(http, resumed, 120_000)).toBe('Success');
     const again = await readHistory(http, stream);
     expect(again.filter((e) => e.eventType === '$scavengeCompleted')).toHaveLength(1);
+
+    // The resumed run removed the events hidden by $maxCount: its detail events say so.
+    const resumedEvents = await readHistory(http, `$scavenges-${resumed}`);
+    expectHistoryShape(resumedEvents, resumed, `127.0.0.1:${port}`);
+    const chunks = resumedEvents.filter((e) => e.eventType === '$scavengeChunksCompleted');
+    expect(chunks.length).toBeGreaterThan(0);
+    for (const chunk of chunks) {
+      expect(Object.keys(chunk.data)).toEqual([
+        'scavengeId', 'chunkStartNumber', 'chunkEndNumber', 'timeTaken', 'wasScavenged',
+        'spaceSaved', 'nodeEndpoint', 'errorMessage',
+      ]);
+    }
+    const spaceSaved = resumedEvents.at(-1)?.data['spaceSaved'];
+    expect(spaceSaved).toBeGreaterThan(0);
   });
 });
