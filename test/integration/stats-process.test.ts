@@ -80,6 +80,8 @@ describe('GET /stats (real node)', () => {
     expect(after.svc.queue.totalItemsProcessed).toBeGreaterThanOrEqual(before.svc.queue.totalItemsProcessed + 11);
     expect(after.proc.tcp.receivedBytesTotal).toBeGreaterThan(before.proc.tcp.receivedBytesTotal + 500 * 2000);
     expect(after.proc.startTime).toBe(before.proc.startTime);
+    expect(after.svc.queue.inProgressMessage).toBe('GET /stats');
+    expect(after.svc.queue.lastProcessedMessage).toBe('POST /streams/:stream');
   });
 
   it('selects groups by sub-path and answers 404 for leaves and unknown paths', async () => {

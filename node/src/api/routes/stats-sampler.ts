@@ -81,6 +81,11 @@ export class StatsSampler {
     };
   }
 
+  /** Names an in-flight request by its route, e.g. `POST /streams/:stream`. */
+  labelRequest(req: IncomingMessage, label: string): void {
+    this.queue.label(req, label);
+  }
+
   close(): void {
     clearInterval(this.gcTimer);
     this.gcProfiler.stop();
@@ -236,6 +241,7 @@ export class StatsSampler {
  */
 class RequestQueueMeter {
   private readonly inFlight = new Map<number, { startMs: number; label: string }>();
+  private readonly ids = new WeakMap<IncomingMessage, number>();
   private nextId = 0;
   private totalProcessed = 0;
   private processingMsTotal = 0;
@@ -285,11 +291,19 @@ class RequestQueueMeter {
     return stats;
   }
 
+  /** Replaces the raw-path label of an in-flight request by its route (from a fastify hook). */
+  label(req: IncomingMessage, label: string): void {
+    const id = this.ids.get(req);
+    const entry = id === undefined ? undefined : this.inFlight.get(id);
+    if (id !== undefined && entry !== undefined) this.inFlight.set(id, { ...entry, label });
+  }
+
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const now = this.nowMs();
     const id = this.nextId++;
     if (this.inFlight.size === 0) this.idleMsTotal += now - this.idleSinceMs;
     this.inFlight.set(id, { startMs: now, label: requestLabel(req) });
+    this.ids.set(req, id);
     this.notePeak(now);
     let done = false;
     const finish = (): void => {

@@ -37,6 +37,14 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
     ...(deps.dataPath === undefined ? {} : { dataPath: deps.dataPath }),
   });
   app.addHook('onClose', async () => sampler.close());
+  // Counting and timing come from the HTTP server's own request/finish events (they also see
+  // requests fastify never routes); this hook only names each request by its route pattern.
+  app.addHook('onRequest', async (request) => {
+    sampler.labelRequest(
+      request.raw,
+      `${request.method} ${request.routeOptions.url ?? '(unrouted)'}`,
+    );
+  });
   registerZodScope(app, (scope) => {
     scope.get(
       '/stats',
