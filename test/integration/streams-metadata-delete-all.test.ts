@@ -298,6 +298,15 @@ describe('GET /streams/$all', () => {
     expect(backward.slice(-forward.length)).toEqual([...forward].reverse());
   });
 
+  it('links the head page to a forward page that shows later writes', async () => {
+    const head = (await readFeed(http, '/streams/$all/head/backward/5')).json<Feed>();
+    const previous = head.links.find((l) => l.relation === 'previous')?.uri ?? '';
+    const stream = await streamWith(1, 'all-later');
+    const later = (await readFeed(http, previous)).json<Feed>();
+    expect(later.entries.map((e) => e.title)).toContain(`0@${stream}`);
+    expect(later.entries.map((e) => e.title)).not.toContain(head.entries[0]?.title);
+  });
+
   it('rejects invalid positions', async () => {
     const response = await readFeed(http, '/streams/$all/xyz/forward/10');
     expect(response.status).toBe(400);

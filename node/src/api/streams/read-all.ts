@@ -55,8 +55,9 @@ export async function handleAllFeed(
   const longPollSeconds = params.direction === 'forward' ? readLongPollSeconds(request) : undefined;
   await authorizeStream(context, request, ALL_STREAM, 'r', { requireAuthenticated: true });
 
-  // Reading the writer checkpoint before the read makes the `previous` link of a head page
-  // start at or before the newest event shown: a client may see an event twice, never miss one.
+  // The writer checkpoint (the committed end of the log) is taken before the read, so the
+  // `previous` link of a head page starts at or before the newest event shown: a client may see
+  // an event twice, never miss one.
   const end = context.db.stats().writerCheckpoint;
   const requested = position === 'head' ? { commitPosition: end, preparePosition: end } : position;
   const read = (): Promise<ReadAllResult> =>
