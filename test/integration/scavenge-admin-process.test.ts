@@ -439,4 +439,24 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     const spaceSaved = resumedEvents.at(-1)?.data['spaceSaved'];
     expect(spaceSaved).toBeGreaterThan(0);
   });
+
+  it('records Stopped, not Interrupted, for a scavenge running at a graceful shutdown', async () => {
+    await writeRemovableEvents(http, 20);
+    const scavengeId = await startScavenge(http, '?throttlePercent=1');
+    const stream = `$scavenges-${scavengeId}`;
+    await waitFor('$scavengeStarted to be written', async () => {
+      const response = await http('GET', `/streams/${encodeURIComponent(stream)}?embed=body`, {
+        headers: { accept: ATOM_JSON },
+      });
+      const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
+      return written ? true : undefined;
+    });
+    expect((await currentScavenge(http)).scavengeId).toBe(scavengeId);
+    expect(await node.stop('SIGTERM')).toBe(0);
+
+    node = await startNode({ memDb: false, args: [...nodeArgs, '--http-port', String(port)] });
+    const events = await readHistory(http, stream);
+    expectHistoryShape(events, scavengeId, `127.0.0.1:${port}`);
+    expect(events.at(-1)?.data).toMatchObject({ result: 'Stopped' });
+  });
 });
