@@ -440,7 +440,7 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     expect(spaceSaved).toBeGreaterThan(0);
   });
 
-  it('records Stopped, not Interrupted, for a scavenge running at a graceful shutdown', async () => {
+  it('records Stopped, not Interrupted, for a run cut by a graceful shutdown', async () => {
     await writeRemovableEvents(http, 20);
     const scavengeId = await startScavenge(http, '?throttlePercent=1');
     const stream = `$scavenges-${scavengeId}`;
