@@ -29,46 +29,77 @@ import type {
   ScavengeState,
 } from './scavenge-types.js';
 
+/**
+ * The data of a memory scavenge state, which outlives the handles opened on it: with --mem-db the
+ * node keeps one store for its lifetime and opens a handle per scavenge run (closing a handle
+ * keeps the data, as closing the SQLite database keeps the file). Opaque outside this module.
+ */
+export interface MemoryScavengeStore {
+  readonly kind: 'memory-scavenge-store';
+}
+
+export function createMemoryScavengeStore(): MemoryScavengeStore {
+  return new MemoryStore();
+}
+
 export interface MemoryScavengeStateOptions {
-  /** LRU capacity in hashes; default 100 000. */
+  /** The data to open; default a new, empty store. */
+  readonly store?: MemoryScavengeStore;
+  /** LRU capacity in hashes (one cache per handle, as per SQLite connection); default 100 000. */
   readonly hashUsersCacheCapacity?: number;
 }
 
 export function openMemoryScavengeState(options: MemoryScavengeStateOptions = {}): ScavengeState {
+  const store = options.store ?? createMemoryScavengeStore();
+  assert(store instanceof MemoryStore, 'memory scavenge store comes from createMemoryScavengeStore');
   const capacity = options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT;
-  return new MemoryScavengeState(capacity);
+  return new MemoryScavengeState(store, capacity);
 }
 
 type TimeRange = { minMs: number; maxMs: number };
 
-class MemoryScavengeState implements ScavengeState {
+/**
+ * Everything a handle reads and writes lives here, reached through one readonly reference, so
+ * the data is shared by every handle on the store (and by objects delegating to a handle through
+ * its prototype: their writes still land in the store).
+ */
+class MemoryStore implements MemoryScavengeStore {
+  readonly kind = 'memory-scavenge-store';
   /** The checkpoint is kept as JSON so that it goes through the same checks as on disk. */
-  private checkpointJson: string | undefined;
-  private lastCompletedPointNumber = -1;
-  private lastAccumulatedChunkNumber = -1;
-  private readonly originals = new Map<string, OriginalStreamData>();
-  private readonly metas = new Map<string, MetastreamData>();
-  private readonly weights = new Map<number, number>();
-  private readonly timeRanges = new Map<number, TimeRange>();
-  private readonly hashUsers = new Map<bigint, string>();
-  private readonly hashUsersCache: HashUsersCache;
+  checkpointJson: string | undefined = undefined;
+  lastCompletedPointNumber = -1;
+  lastAccumulatedChunkNumber = -1;
+  readonly originals = new Map<string, OriginalStreamData>();
+  readonly metas = new Map<string, MetastreamData>();
+  readonly weights = new Map<number, number>();
+  readonly timeRanges = new Map<number, TimeRange>();
+  readonly hashUsers = new Map<bigint, string>();
   /** Active original stream names in code-point order; rebuilt lazily after a change. */
-  private activeSorted: string[] | null = null;
-  /** Undo actions of the open transaction, or null outside one. */
-  private undoLog: Array<() => void> | null = null;
-  private closed = false;
+  activeSorted: string[] | null = null;
+}
 
-  constructor(hashUsersCacheCapacity: number) {
+class MemoryScavengeState implements ScavengeState {
+  private readonly hashUsersCache: HashUsersCache;
+  /** The open transaction's undo actions (in an object, for the same reason as the store). */
+  private readonly transactionState: { undoLog: Array<() => void> | null; closed: boolean } = {
+    undoLog: null,
+    closed: false,
+  };
+
+  constructor(
+    private readonly store: MemoryStore,
+    hashUsersCacheCapacity: number,
+  ) {
     this.hashUsersCache = new HashUsersCache(hashUsersCacheCapacity, {
-      read: (hash) => this.hashUsers.get(hash),
-      insert: (hash, stream) => this.mapSet(this.hashUsers, hash, stream),
+      read: (hash) => this.store.hashUsers.get(hash),
+      insert: (hash, stream) => this.mapSet(this.store.hashUsers, hash, stream),
     });
   }
 
   getCheckpoint(): ScavengeCheckpoint | undefined {
     this.assertOpen();
-    if (this.checkpointJson === undefined) return undefined;
-    const checkpoint = decodeCheckpoint(this.checkpointJson);
+    if (this.store.checkpointJson === undefined) return undefined;
+    const checkpoint = decodeCheckpoint(this.store.checkpointJson);
     assert(!('error' in checkpoint), 'stored checkpoint decodes');
     return checkpoint;
   }
@@ -76,52 +107,52 @@ class MemoryScavengeState implements ScavengeState {
   setCheckpoint(checkpoint: ScavengeCheckpoint): void {
     this.assertOpen();
     const json = encodeCheckpoint(checkpoint);
-    const previousJson = this.checkpointJson;
-    const previousCompleted = this.lastCompletedPointNumber;
+    const previousJson = this.store.checkpointJson;
+    const previousCompleted = this.store.lastCompletedPointNumber;
     this.pushUndo(() => {
-      this.checkpointJson = previousJson;
-      this.lastCompletedPointNumber = previousCompleted;
+      this.store.checkpointJson = previousJson;
+      this.store.lastCompletedPointNumber = previousCompleted;
     });
-    this.checkpointJson = json;
+    this.store.checkpointJson = json;
     if (checkpoint.stage === 'Done') {
-      this.lastCompletedPointNumber = checkpoint.scavengePoint.number;
+      this.store.lastCompletedPointNumber = checkpoint.scavengePoint.number;
     }
   }
 
   lastCompletedScavengePointNumber(): number {
     this.assertOpen();
-    return this.lastCompletedPointNumber;
+    return this.store.lastCompletedPointNumber;
   }
 
   lastAccumulatedChunk(): number {
     this.assertOpen();
-    return this.lastAccumulatedChunkNumber;
+    return this.store.lastAccumulatedChunkNumber;
   }
 
   setLastAccumulatedChunk(chunkNumber: number): void {
     this.assertOpen();
     assert(Number.isSafeInteger(chunkNumber) && chunkNumber >= -1, 'chunk number >= -1');
-    const previous = this.lastAccumulatedChunkNumber;
+    const previous = this.store.lastAccumulatedChunkNumber;
     this.pushUndo(() => {
-      this.lastAccumulatedChunkNumber = previous;
+      this.store.lastAccumulatedChunkNumber = previous;
     });
-    this.lastAccumulatedChunkNumber = chunkNumber;
+    this.store.lastAccumulatedChunkNumber = chunkNumber;
   }
 
   getOriginal(stream: string): OriginalStreamData | undefined {
     this.assertOpen();
-    const data = this.originals.get(stream);
+    const data = this.store.originals.get(stream);
     return data === undefined ? undefined : { ...data };
   }
 
   setOriginal(data: OriginalStreamData): void {
     this.assertOpen();
     assertOriginal(data);
-    const previous = this.originals.get(data.stream);
+    const previous = this.store.originals.get(data.stream);
     const activeChanged = previous?.status !== data.status;
-    if (activeChanged) this.activeSorted = null;
-    this.mapSet(this.originals, data.stream, { ...data });
-    if (activeChanged) this.pushUndo(() => (this.activeSorted = null));
+    if (activeChanged) this.store.activeSorted = null;
+    this.mapSet(this.store.originals, data.stream, { ...data });
+    if (activeChanged) this.pushUndo(() => (this.store.activeSorted = null));
   }
 
   activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[] {
@@ -140,7 +171,7 @@ class MemoryScavengeState implements ScavengeState {
     }
     const page: OriginalStreamData[] = [];
     for (const name of names.slice(low, low + limit)) {
-      const data = this.originals.get(name);
+      const data = this.store.originals.get(name);
       assert(data !== undefined && data.status === 'Active', 'sorted active names are current');
       page.push({ ...data });
     }
@@ -148,21 +179,21 @@ class MemoryScavengeState implements ScavengeState {
   }
 
   private activeOriginalsSorted(): string[] {
-    if (this.activeSorted === null) {
+    if (this.store.activeSorted === null) {
       const names: string[] = [];
-      for (const data of this.originals.values()) {
+      for (const data of this.store.originals.values()) {
         if (data.status === 'Active') names.push(data.stream);
       }
-      this.activeSorted = names.sort(compareStreamNames);
+      this.store.activeSorted = names.sort(compareStreamNames);
     }
-    return this.activeSorted;
+    return this.store.activeSorted;
   }
 
   *allOriginalsWithDiscards(): Iterable<OriginalStreamData> {
     this.assertOpen();
-    const names = [...this.originals.keys()].sort(compareStreamNames);
+    const names = [...this.store.originals.keys()].sort(compareStreamNames);
     for (const name of names) {
-      const data = this.originals.get(name);
+      const data = this.store.originals.get(name);
       if (data === undefined) continue;
       const hasDiscards = data.discardPoint > 0 || data.maybeDiscardPoint > 0 || data.isTombstoned;
       if (hasDiscards) yield { ...data };
@@ -171,21 +202,21 @@ class MemoryScavengeState implements ScavengeState {
 
   getMeta(metastream: string): MetastreamData | undefined {
     this.assertOpen();
-    const data = this.metas.get(metastream);
+    const data = this.store.metas.get(metastream);
     return data === undefined ? undefined : { ...data };
   }
 
   setMeta(data: MetastreamData): void {
     this.assertOpen();
     assertMeta(data);
-    this.mapSet(this.metas, data.metastream, { ...data });
+    this.mapSet(this.store.metas, data.metastream, { ...data });
   }
 
   *allMetas(): Iterable<MetastreamData> {
     this.assertOpen();
-    const names = [...this.metas.keys()].sort(compareStreamNames);
+    const names = [...this.store.metas.keys()].sort(compareStreamNames);
     for (const name of names) {
-      const data = this.metas.get(name);
+      const data = this.store.metas.get(name);
       if (data !== undefined) yield { ...data };
     }
   }
@@ -194,33 +225,33 @@ class MemoryScavengeState implements ScavengeState {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
     assertWeight(weight);
-    const total = (this.weights.get(logicalChunkNumber) ?? 0) + weight;
-    this.mapSet(this.weights, logicalChunkNumber, total);
+    const total = (this.store.weights.get(logicalChunkNumber) ?? 0) + weight;
+    this.mapSet(this.store.weights, logicalChunkNumber, total);
   }
 
   getChunkWeight(logicalChunkNumber: number): number {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
-    return this.weights.get(logicalChunkNumber) ?? 0;
+    return this.store.weights.get(logicalChunkNumber) ?? 0;
   }
 
   resetChunkWeight(logicalChunkNumber: number): void {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
-    this.mapDelete(this.weights, logicalChunkNumber);
+    this.mapDelete(this.store.weights, logicalChunkNumber);
   }
 
   setChunkTimeRange(logicalChunkNumber: number, minMs: number, maxMs: number): void {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
     assertTimeRange(minMs, maxMs);
-    this.mapSet(this.timeRanges, logicalChunkNumber, { minMs, maxMs });
+    this.mapSet(this.store.timeRanges, logicalChunkNumber, { minMs, maxMs });
   }
 
   getChunkTimeRange(logicalChunkNumber: number): { minMs: number; maxMs: number } | undefined {
     this.assertOpen();
     assertChunkNumber(logicalChunkNumber);
-    const range = this.timeRanges.get(logicalChunkNumber);
+    const range = this.store.timeRanges.get(logicalChunkNumber);
     return range === undefined ? undefined : { ...range };
   }
 
@@ -235,9 +266,9 @@ class MemoryScavengeState implements ScavengeState {
 
   transaction<T>(fn: () => T): T {
     this.assertOpen();
-    const outer = this.undoLog === null;
-    if (outer) this.undoLog = [];
-    const undoLog = this.undoLog;
+    const outer = this.transactionState.undoLog === null;
+    if (outer) this.transactionState.undoLog = [];
+    const undoLog = this.transactionState.undoLog;
     assert(undoLog !== null, 'transaction has an undo log');
     const savepoint = undoLog.length;
     try {
@@ -248,7 +279,7 @@ class MemoryScavengeState implements ScavengeState {
       this.transactionUndo(undoLog, savepoint);
       throw err;
     } finally {
-      if (outer) this.undoLog = null;
+      if (outer) this.transactionState.undoLog = null;
     }
   }
 
@@ -256,29 +287,29 @@ class MemoryScavengeState implements ScavengeState {
   private transactionUndo(undoLog: Array<() => void>, savepoint: number): void {
     while (undoLog.length > savepoint) undoLog.pop()?.();
     this.hashUsersCache.forget();
-    this.activeSorted = null;
+    this.store.activeSorted = null;
   }
 
   clean(): void {
     this.assertOpen();
     this.transaction(() => {
-      for (const name of [...this.metas.keys()]) this.mapDelete(this.metas, name);
-      for (const [name, data] of [...this.originals]) {
-        if (data.status === 'Spent') this.mapDelete(this.originals, name);
+      for (const name of [...this.store.metas.keys()]) this.mapDelete(this.store.metas, name);
+      for (const [name, data] of [...this.store.originals]) {
+        if (data.status === 'Spent') this.mapDelete(this.store.originals, name);
       }
     });
   }
 
   close(): void {
-    this.closed = true;
+    this.transactionState.closed = true;
   }
 
   private assertOpen(): void {
-    assert(!this.closed, 'scavenge state is open');
+    assert(!this.transactionState.closed, 'scavenge state is open');
   }
 
   private pushUndo(undo: () => void): void {
-    this.undoLog?.push(undo);
+    this.transactionState.undoLog?.push(undo);
   }
 
   private mapSet<K, V>(map: Map<K, V>, key: K, value: V): void {
@@ -292,12 +323,12 @@ class MemoryScavengeState implements ScavengeState {
   }
 
   private mapRememberUndo<K, V>(map: Map<K, V>, key: K): void {
-    if (this.undoLog === null) return;
+    if (this.transactionState.undoLog === null) return;
     if (map.has(key)) {
       const previous = map.get(key) as V;
-      this.undoLog.push(() => map.set(key, previous));
+      this.transactionState.undoLog.push(() => map.set(key, previous));
     } else {
-      this.undoLog.push(() => map.delete(key));
+      this.transactionState.undoLog.push(() => map.delete(key));
     }
   }
 }
