@@ -45,22 +45,42 @@ function isCountOrNull(value: number | null): boolean {
   return value === null || isCount(value);
 }
 
-export function assertOriginal(data: OriginalStreamData): void {
-  assert(data.stream.length > 0, 'original stream name is not empty');
-  assert(!data.stream.startsWith('$$'), 'original stream is not a metastream');
-  assert(isCount(data.discardPoint), 'discard point is a count');
-  assert(isCount(data.maybeDiscardPoint), 'maybe-discard point is a count');
+/** What is wrong with an original stream's data, or undefined when it may be stored. */
+export function originalProblem(data: OriginalStreamData): string | undefined {
+  if (typeof data.stream !== 'string' || data.stream.length === 0) return 'stream name is empty';
+  if (data.stream.startsWith('$$')) return 'an original stream is not a metastream';
+  if (!isCount(data.discardPoint) || !isCount(data.maybeDiscardPoint)) {
+    return 'discard points are not counts';
+  }
   const last = data.lastEventNumber;
-  assert(Number.isSafeInteger(last) && last >= -1, 'last event number is -1 or more');
-  assert(isCountOrNull(data.maxAgeSeconds) && isCountOrNull(data.maxCount), 'maxAge/maxCount');
-  assert(isCountOrNull(data.truncateBefore), 'truncateBefore is a count or null');
-  assert(['Active', 'Spent', 'Archived'].includes(data.status), 'original stream status');
+  if (!Number.isSafeInteger(last) || last < -1) return 'last event number is not -1 or more';
+  if (!isCountOrNull(data.maxAgeSeconds) || !isCountOrNull(data.maxCount)) {
+    return 'maxAge or maxCount is not a count';
+  }
+  if (!isCountOrNull(data.truncateBefore)) return 'truncateBefore is not a count';
+  if (!['Active', 'Spent', 'Archived'].includes(data.status)) return 'status is unknown';
+  return undefined;
+}
+
+export function assertOriginal(data: OriginalStreamData): void {
+  const problem = originalProblem(data);
+  assert(problem === undefined, `original stream data: ${problem ?? ''}`);
+}
+
+/** What is wrong with a metastream's data, or undefined when it may be stored. */
+export function metaProblem(data: MetastreamData): string | undefined {
+  const name = data.metastream;
+  if (typeof name !== 'string' || !name.startsWith('$$') || name.length <= 2) {
+    return 'metastream name is not $$x';
+  }
+  if (!isCount(data.discardPoint)) return 'discard point is not a count';
+  if (!isCountOrNull(data.lastRecordChunk)) return 'last record chunk is not a chunk number';
+  return undefined;
 }
 
 export function assertMeta(data: MetastreamData): void {
-  assert(data.metastream.startsWith('$$') && data.metastream.length > 2, 'metastream name is $$x');
-  assert(isCount(data.discardPoint), 'metastream discard point is a count');
-  assert(isCountOrNull(data.lastRecordChunk), 'last record chunk is a chunk number or null');
+  const problem = metaProblem(data);
+  assert(problem === undefined, `metastream data: ${problem ?? ''}`);
 }
 
 export function assertChunkNumber(logicalChunkNumber: number): void {

@@ -26,6 +26,7 @@ import sqlite from 'node-sqlite3-wasm';
 import { pino } from 'pino';
 import ts from 'typescript';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EventDbError, FatalError } from '../../errors.js';
 import type { OriginalStreamData, ScavengeState } from './scavenge-types.js';
 import { openSqliteScavengeState } from './sqlite-scavenge-state.js';
 import type { SqliteScavengeStateOptions } from './sqlite-scavenge-state.js';
@@ -162,6 +163,33 @@ describe('SqliteScavengeState', () => {
     writeFileSync(dbPath(indexPath), bytes);
     const reopened = open({ indexPath });
     expect(() => [...reopened.allOriginalsWithDiscards()]).toThrow(dbPath(indexPath));
+  });
+
+  it('reports stored values that fail the checks as corruption of the file, not as fatal', () => {
+    const indexPath = makeIndexPath();
+    const state = open({ indexPath });
+    state.setOriginal(original('a'));
+    state.setCheckpoint({ stage: 'Cleaning', scavengePoint: { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 } });
+    state.close();
+    const db = new SqliteDatabase(dbPath(indexPath));
+    db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL');
+    db.exec("UPDATE OriginalStreamDatas SET status = 9; UPDATE Checkpoints SET value = '{\"stage\":1}'");
+    db.close();
+    const reopened = open({ indexPath });
+    const corrupt = (fn: () => unknown): unknown => {
+      try {
+        fn();
+      } catch (err: unknown) {
+        return err;
+      }
+      return undefined;
+    };
+    for (const err of [corrupt(() => reopened.getOriginal('a')), corrupt(() => reopened.getCheckpoint())]) {
+      expect(err).toBeInstanceOf(EventDbError);
+      expect(err).not.toBeInstanceOf(FatalError);
+      expect((err as EventDbError).code).toBe('EDB_INDEX_CORRUPT');
+      expect((err as EventDbError).message).toContain(dbPath(indexPath));
+    }
   });
 
   it('starts from scratch when scavenging.db was deleted', () => {

@@ -47,6 +47,8 @@ import {
   assertWeight,
   decodeCheckpoint,
   encodeCheckpoint,
+  metaProblem,
+  originalProblem,
 } from './scavenge-state-values.js';
 import type {
   MetastreamData,
@@ -266,10 +268,7 @@ class SqliteScavengeState implements ScavengeState {
     const json = this.keyValueGet('checkpoint');
     if (json === undefined) return undefined;
     const checkpoint = decodeCheckpoint(json);
-    if ('error' in checkpoint) {
-      const message = `scavenge checkpoint in ${this.path} is corrupt: ${checkpoint.error}`;
-      throw new EventDbError('EDB_INDEX_CORRUPT', message, { details: { path: this.path } });
-    }
+    if ('error' in checkpoint) throw this.corruptError(`checkpoint: ${checkpoint.error}`);
     return checkpoint;
   }
 
@@ -306,7 +305,7 @@ class SqliteScavengeState implements ScavengeState {
     const text = this.keyValueGet(key);
     if (text === undefined) return -1;
     const value = Number(text);
-    assert(Number.isSafeInteger(value) && value >= -1, `stored ${key} is an integer`);
+    if (!Number.isSafeInteger(value) || value < -1) throw this.corruptError(`${key} is ${text}`);
     return value;
   }
 
@@ -316,7 +315,7 @@ class SqliteScavengeState implements ScavengeState {
 
   getOriginal(stream: string): OriginalStreamData | undefined {
     const row = this.get('originalGet', [stream]);
-    return row === null ? undefined : decodeOriginal(row);
+    return row === null ? undefined : this.decodeOriginal(row);
   }
 
   setOriginal(data: OriginalStreamData): void {
@@ -340,16 +339,16 @@ class SqliteScavengeState implements ScavengeState {
       afterStream === null
         ? this.all('activeOriginalsFirst', [STATUS_CODES.Active, limit])
         : this.all('activeOriginalsAfter', [STATUS_CODES.Active, afterStream, limit]);
-    return rows.map((row) => decodeOriginal(row));
+    return rows.map((row) => this.decodeOriginal(row));
   }
 
   allOriginalsWithDiscards(): Iterable<OriginalStreamData> {
-    return this.pagedRows('originalsWithDiscardsPage', decodeOriginal);
+    return this.pagedRows('originalsWithDiscardsPage', (row) => this.decodeOriginal(row));
   }
 
   getMeta(metastream: string): MetastreamData | undefined {
     const row = this.get('metaGet', [metastream]);
-    return row === null ? undefined : decodeMeta(row);
+    return row === null ? undefined : this.decodeMeta(row);
   }
 
   setMeta(data: MetastreamData): void {
@@ -359,7 +358,7 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   allMetas(): Iterable<MetastreamData> {
-    return this.pagedRows('metasPage', decodeMeta);
+    return this.pagedRows('metasPage', (row) => this.decodeMeta(row));
   }
 
   /**
@@ -514,6 +513,26 @@ class SqliteScavengeState implements ScavengeState {
     }
   }
 
+  /** Stored rows are checked like written ones; a bad one is corruption of this file. */
+  private decodeOriginal(row: Row): OriginalStreamData {
+    const data = decodeOriginal(row);
+    const problem = originalProblem(data);
+    if (problem !== undefined) throw this.corruptError(`original stream ${data.stream}: ${problem}`);
+    return data;
+  }
+
+  private decodeMeta(row: Row): MetastreamData {
+    const data = decodeMeta(row);
+    const problem = metaProblem(data);
+    if (problem !== undefined) throw this.corruptError(`metastream ${data.metastream}: ${problem}`);
+    return data;
+  }
+
+  private corruptError(what: string): EventDbError {
+    const message = `scavenge state database ${this.path} is corrupt: ${what}`;
+    return new EventDbError('EDB_INDEX_CORRUPT', message, { details: { path: this.path } });
+  }
+
   /** SQLite errors become typed errors that name the file (the remedy may be to delete it). */
   private wrapError(err: unknown): EventDbError {
     if (err instanceof EventDbError) return err;
@@ -528,9 +547,7 @@ class SqliteScavengeState implements ScavengeState {
 }
 
 function decodeOriginal(row: Row): OriginalStreamData {
-  const status = STATUS_BY_CODE.get(Number(row['status']));
-  assert(status !== undefined, 'stored original stream status is known');
-  const data: OriginalStreamData = {
+  return {
     stream: String(row['key']),
     isTombstoned: Number(row['isTombstoned']) === 1,
     maxAgeSeconds: numberOrNull(row['maxAge']),
@@ -539,21 +556,18 @@ function decodeOriginal(row: Row): OriginalStreamData {
     discardPoint: Number(row['discardPoint']),
     maybeDiscardPoint: Number(row['maybeDiscardPoint']),
     lastEventNumber: Number(row['lastEventNumber']),
-    status,
+    // An unknown code yields an unknown status, which originalProblem reports.
+    status: STATUS_BY_CODE.get(Number(row['status'])) ?? (String(row['status']) as OriginalStreamStatus),
   };
-  assertOriginal(data);
-  return data;
 }
 
 function decodeMeta(row: Row): MetastreamData {
-  const data: MetastreamData = {
+  return {
     metastream: String(row['key']),
     isTombstoned: Number(row['isTombstoned']) === 1,
     discardPoint: Number(row['discardPoint']),
     lastRecordChunk: numberOrNull(row['lastRecordChunk']),
   };
-  assertMeta(data);
-  return data;
 }
 
 function numberOrNull(value: unknown): number | null {
