@@ -55,6 +55,22 @@ describe('POST /streams/{stream}', () => {
     });
   });
 
+  it('appends an events+xml batch, converting the data to JSON', async () => {
+    const stream = uniqueStream('xml');
+    const body = `<?xml version="1.0" encoding="utf-8"?><Events><Event><EventId>${randomUUID()}</EventId>
+      <EventType>xml-type</EventType><Data><MyEvent><Something>1</Something></MyEvent></Data>
+      </Event></Events>`;
+    const response = await http('POST', `/streams/${stream}`, {
+      headers: { 'content-type': 'application/vnd.eventstore.events+xml' },
+      body,
+    });
+    expect(response.status).toBe(201);
+    const read = await http('GET', `/streams/${stream}/0`, {
+      headers: { accept: 'application/json' },
+    });
+    expect(read.json()).toEqual({ MyEvent: { Something: '1' } });
+  });
+
   it('matches batch property names case-insensitively', async () => {
     const stream = uniqueStream('case');
     const body = JSON.stringify([{ EventId: randomUUID(), EventType: 'T', Data: { x: 1 } }]);

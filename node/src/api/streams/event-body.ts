@@ -9,6 +9,7 @@ import { badRequest } from '../error-handler.js';
 import { MediaType, type MediaTypeValue } from './media-types.js';
 import { JSON_DEPTH_MAX, parseJsonSafely } from './json-depth.js';
 import { parseGuid } from './request-headers.js';
+import { xmlEventsToJson } from './xml-events.js';
 
 export const BODY_INVALID = 'Write request body invalid.';
 export const MISSING_EVENT_TYPE =
@@ -45,6 +46,10 @@ export function parseEventBody(
   let parsed: ParsedBody;
   if (BATCH_TYPES.has(mediaType)) {
     parsed = { kind: 'events', events: parseBatch(body) };
+  } else if (mediaType === MediaType.EventsXml || mediaType === MediaType.EventXml) {
+    const items = xmlEventsToJson(body.toString('utf8'));
+    if (items === undefined) throw badRequest(BODY_INVALID);
+    parsed = { kind: 'events', events: items.map((item) => parseBatchItem(item)) };
   } else if (SINGLE_TYPES.has(mediaType)) {
     if (headers.eventType === undefined) throw badRequest(MISSING_EVENT_TYPE);
     if (headers.eventId === undefined) return { kind: 'needs-event-id' };
