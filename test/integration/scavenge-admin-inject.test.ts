@@ -118,16 +118,16 @@ afterEach(async () => {
 });
 
 async function harness(
-  options: { db?: Harness['db']; nodeEndpoint?: string; withEngine?: boolean } = {},
+  options: { db?: Harness['db']; nodeEndpoint?: string; historyMaxAgeDays?: number } = {},
 ): Promise<Harness> {
   const fake = new FakeScavenger();
   const db: Harness['db'] = options.db ?? new MemoryEventDb();
-  if (options.withEngine !== false) db.startScavenge = fake.startScavenge;
+  db.startScavenge = fake.startScavenge;
   const security = await createSecurity({ db, log });
   const scavenges = createScavengeService({
     db,
     log,
-    historyMaxAgeDays: 30,
+    historyMaxAgeDays: options.historyMaxAgeDays ?? 30,
     nodeEndpoint: () => options.nodeEndpoint ?? NODE_ENDPOINT,
   });
   const loaded = loadConfig({ argv: ['--mem-db'], env: {}, readFile: () => '' });
@@ -454,5 +454,24 @@ describe('interrupted scavenges at node start', () => {
     const other = await harness({ db: h.db });
     await other.scavenges.initialise();
     expect((await h.db.getStreamMetadata('$scavenges')).metastreamVersion).toBe(metastreamVersion);
+  });
+
+  it('gives recent runs of this node the current history max age at start', async () => {
+    const h = await harness();
+    const id = await startRun(h);
+    h.fake.runs[0]?.release();
+    await settled(h);
+    const stream = `$scavenges-${id}`;
+    expect((await h.db.getStreamMetadata(stream)).metadata.raw['$maxAge']).toBe(30 * 86_400);
+    const elsewhere = await harness({ db: h.db, historyMaxAgeDays: 7, nodeEndpoint: '10.0.0.2:1' });
+    await elsewhere.scavenges.initialise();
+    expect((await h.db.getStreamMetadata(stream)).metadata.raw['$maxAge']).toBe(30 * 86_400);
+    const restarted = await harness({ db: h.db, historyMaxAgeDays: 7 });
+    await restarted.scavenges.initialise();
+    expect((await h.db.getStreamMetadata(stream)).metadata.raw).toEqual({
+      $maxAge: 7 * 86_400,
+      $acl: { $r: '$ops', $w: [], $d: [], $mr: [], $mw: [] },
+    });
+    expect((await h.db.getStreamMetadata('$scavenges')).metadata.raw['$maxAge']).toBe(7 * 86_400);
   });
 });

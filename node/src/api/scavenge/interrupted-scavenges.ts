@@ -5,6 +5,9 @@
  * time taken, space saved and highest chunk are summed from the run's detail events (as
  * EventStoreDB's TFChunkScavengerLogManager does). Only entries whose `nodeEndpoint` is this
  * node's are considered: in a cluster every node writes its own runs to the shared stream.
+ *
+ * The same scan names this node's most recent runs, whose streams get their history metadata
+ * (max age, `$ops` read) again, so a changed `--scavenge-history-max-age` reaches them too.
  */
 import type { Logger } from 'pino';
 
@@ -32,12 +35,20 @@ export interface CompleteInterruptedOptions {
   readonly runningIds: ReadonlySet<string>;
 }
 
-/** Writes the missing `$scavengeCompleted` events; returns the ids it completed. */
-export async function completeInterruptedScavenges(
-  options: CompleteInterruptedOptions,
-): Promise<string[]> {
-  const { db, log, nodeEndpoint } = options;
-  const started: string[] = [];
+/** What `$scavenges` says about this node's runs. */
+export interface ScavengeLogScan {
+  /** Ids with a `$scavengeStarted`, oldest first, each once. */
+  readonly started: readonly string[];
+  readonly completed: ReadonlySet<string>;
+}
+
+/** Reads `$scavenges` (resolving its links) and keeps this node's start and end entries. */
+export async function scanScavengeLog(
+  db: EventDbForScavengeHistory,
+  log: Logger,
+  nodeEndpoint: string,
+): Promise<ScavengeLogScan> {
+  const started = new Set<string>();
   const completed = new Set<string>();
   for await (const entry of readStreamForward(db, SCAVENGES_STREAM)) {
     const event = await resolveLink(db, entry);
@@ -51,10 +62,19 @@ export async function completeInterruptedScavenges(
       continue;
     }
     if (event.eventType === ScavengeEventType.Completed) completed.add(scavengeId);
-    if (event.eventType === ScavengeEventType.Started) started.push(scavengeId);
+    if (event.eventType === ScavengeEventType.Started) started.add(scavengeId);
   }
-  const interrupted = [...new Set(started)].filter(
-    (id) => !completed.has(id) && !options.runningIds.has(id),
+  return { started: [...started], completed };
+}
+
+/** Writes the missing `$scavengeCompleted` events; returns the ids it completed. */
+export async function completeInterruptedScavenges(
+  options: CompleteInterruptedOptions,
+  scan: ScavengeLogScan,
+): Promise<string[]> {
+  const { db, log, nodeEndpoint } = options;
+  const interrupted = scan.started.filter(
+    (id) => !scan.completed.has(id) && !options.runningIds.has(id),
   );
   if (interrupted.length === 0) {
     log.debug({ nodeEndpoint }, 'no incomplete scavenges found');

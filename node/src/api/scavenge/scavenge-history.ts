@@ -147,19 +147,28 @@ export class ScavengeHistory {
    * Called once at node start.
    */
   async ensureIndexStreamMetadata(): Promise<void> {
+    await this.ensureHistoryMetadata(SCAVENGES_STREAM);
+  }
+
+  /** The same for one run's stream (node start, for recent runs). */
+  async ensureRunStreamMetadata(scavengeId: string): Promise<void> {
+    await this.ensureHistoryMetadata(scavengeStreamOf(scavengeId));
+  }
+
+  private async ensureHistoryMetadata(stream: string): Promise<void> {
     const wantedMaxAgeSeconds = this.historyMaxAgeDays * SECONDS_PER_DAY;
-    const { metadata } = await this.db.getStreamMetadata(SCAVENGES_STREAM);
+    const { metadata } = await this.db.getStreamMetadata(stream);
     if (metadata.raw['$maxAge'] === wantedMaxAgeSeconds && opsCanRead(metadata.raw['$acl'])) {
-      this.log.debug({ stream: SCAVENGES_STREAM }, 'scavenge history metadata already set');
+      this.log.debug({ stream }, 'scavenge history metadata already set');
       return;
     }
     this.log.info(
-      { stream: SCAVENGES_STREAM, maxAgeSeconds: wantedMaxAgeSeconds },
+      { stream, maxAgeSeconds: wantedMaxAgeSeconds },
       'setting scavenge history max age and $ops read permission',
     );
-    await this.writeWithRetries(SCAVENGES_STREAM, 'metadata', () =>
+    await this.writeWithRetries(stream, 'metadata', () =>
       this.db.setStreamMetadata(
-        SCAVENGES_STREAM,
+        stream,
         EXPECTED_VERSION_ANY,
         scavengeHistoryMetadata(this.historyMaxAgeDays),
       ),

@@ -24,7 +24,7 @@ import type {
   ScavengeParams,
   ScavengeResult,
 } from '../../storage/event-db-types.js';
-import { completeInterruptedScavenges } from './interrupted-scavenges.js';
+import { completeInterruptedScavenges, scanScavengeLog } from './interrupted-scavenges.js';
 import { ScavengeHistory, type EventDbForScavengeHistory } from './scavenge-history.js';
 import { ScavengeRun } from './scavenge-run.js';
 
@@ -58,6 +58,9 @@ export interface ScavengeServiceOptions {
   /** Default: a random UUID. */
   readonly newScavengeId?: () => string;
 }
+
+/** Recent runs whose history metadata is refreshed at node start (as in EventStoreDB). */
+const RECENT_RUN_COUNT_MAX = 30;
 
 /** The path segment that names whichever run is current in `DELETE /admin/scavenge/{id}`. */
 export const CURRENT_SCAVENGE = 'current';
@@ -102,13 +105,14 @@ export class ScavengeService {
   private async initialiseOnce(): Promise<void> {
     try {
       await this.history.ensureIndexStreamMetadata();
-      await completeInterruptedScavenges({
-        db: this.db,
-        history: this.history,
-        log: this.log,
-        nodeEndpoint: this.nodeEndpoint(),
-        runningIds: this.startedHere,
-      });
+      const nodeEndpoint = this.nodeEndpoint();
+      const scan = await scanScavengeLog(this.db, this.log, nodeEndpoint);
+      for (const scavengeId of scan.started.slice(-RECENT_RUN_COUNT_MAX)) {
+        await this.history.ensureRunStreamMetadata(scavengeId);
+      }
+      const { db, history, log } = this;
+      const runningIds = this.startedHere;
+      await completeInterruptedScavenges({ db, history, log, nodeEndpoint, runningIds }, scan);
     } catch (err: unknown) {
       this.log.error({ err }, 'cannot initialise the scavenge history');
     }
