@@ -228,7 +228,13 @@ describe('GET /streams/{stream} feeds', () => {
   });
 
   it('answers 404 for a missing stream and 400 for bad numbers, counts and page sizes', async () => {
-    expect((await readFeed(http, `/streams/${uniqueStream('missing')}`)).status).toBe(404);
+    const missing = uniqueStream('missing');
+    for (const path of ['', '/0/5', '/head/backward/5', '/0/forward/5', '/0']) {
+      const response = await readFeed(http, `/streams/${missing}${path}`);
+      expect(response.status, path).toBe(404);
+      expect(response.statusText).toBe('Not Found');
+      expect(response.text).toBe('');
+    }
     const stream = await streamWith(1);
     const bad: [string, string][] = [
       [`/streams/${stream}/x/forward/10`, "'x' is not valid event number"],
