@@ -47,7 +47,9 @@ describe('MemoryScavengeState', () => {
   it('writes into the store through an object that delegates to a handle by prototype', () => {
     const store = createMemoryScavengeStore();
     const handle = openMemoryScavengeState({ store });
-    const delegate = Object.assign(Object.create(handle) as ScavengeState, { close: () => undefined });
+    const delegate = Object.assign(Object.create(handle) as ScavengeState, {
+      close: () => undefined,
+    });
     writeSome(delegate);
     expectSome(openMemoryScavengeState({ store }));
   });

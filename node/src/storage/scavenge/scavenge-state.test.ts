@@ -41,10 +41,17 @@ const factories: Factory[] = [
 
 afterEach(() => {
   for (const state of opened.splice(0)) state.close();
-  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+  for (const directory of directories.splice(0)) {
+    rmSync(directory, { recursive: true, force: true });
+  }
 });
 
-const point: ScavengePoint = { number: 3, position: 123_456, effectiveNowMs: 1_700_000_000_000, threshold: 0 };
+const point: ScavengePoint = {
+  number: 3,
+  position: 123_456,
+  effectiveNowMs: 1_700_000_000_000,
+  threshold: 0,
+};
 
 function original(stream: string, overrides: Partial<OriginalStreamData> = {}): OriginalStreamData {
   return {
@@ -108,7 +115,10 @@ describe.each(factories)('$name', (factory) => {
       expect(state.lastCompletedScavengePointNumber()).toBe(-1);
       state.setCheckpoint({ stage: 'Done', scavengePoint: point });
       expect(state.lastCompletedScavengePointNumber()).toBe(3);
-      state.setCheckpoint({ stage: 'Accumulating', scavengePoint: { ...point, number: 4 }, doneLogicalChunkNumber: null });
+      const next = { ...point, number: 4 };
+      state.setCheckpoint({
+        stage: 'Accumulating', scavengePoint: next, doneLogicalChunkNumber: null,
+      });
       expect(state.lastCompletedScavengePointNumber()).toBe(3);
     });
 
@@ -133,7 +143,12 @@ describe.each(factories)('$name', (factory) => {
       const first = original('a', { maxAgeSeconds: 60, truncateBefore: 3, isTombstoned: false });
       state.setOriginal(first);
       expect(state.getOriginal('a')).toEqual(first);
-      const updated = original('a', { discardPoint: 5, maybeDiscardPoint: 8, status: 'Spent', maxCount: null });
+      const updated = original('a', {
+        discardPoint: 5,
+        maybeDiscardPoint: 8,
+        status: 'Spent',
+        maxCount: null,
+      });
       state.setOriginal(updated);
       expect(state.getOriginal('a')).toEqual(updated);
     });
@@ -165,7 +180,9 @@ describe.each(factories)('$name', (factory) => {
     it('pages through every active original exactly once', () => {
       const state = open();
       state.transaction(() => {
-        for (let i = 0; i < 2500; i++) state.setOriginal(original(`s-${i}`, { status: i % 5 === 0 ? 'Spent' : 'Active' }));
+        for (let i = 0; i < 2500; i++) {
+          state.setOriginal(original(`s-${i}`, { status: i % 5 === 0 ? 'Spent' : 'Active' }));
+        }
       });
       const seen: string[] = [];
       let after: string | null = null;
@@ -192,7 +209,9 @@ describe.each(factories)('$name', (factory) => {
     it('iterates more originals with discards than one page, tolerating writes meanwhile', () => {
       const state = open();
       state.transaction(() => {
-        for (let i = 0; i < 3000; i++) state.setOriginal(original(`s-${String(i).padStart(5, '0')}`, { discardPoint: 1 }));
+        for (let i = 0; i < 3000; i++) {
+          state.setOriginal(original(`s-${String(i).padStart(5, '0')}`, { discardPoint: 1 }));
+        }
       });
       let count = 0;
       state.transaction(() => {
@@ -242,7 +261,8 @@ describe.each(factories)('$name', (factory) => {
       state.setChunkTimeRange(3, 1000, 2000);
       expect(state.getChunkTimeRange(3)).toEqual({ minMs: 1000, maxMs: 2000 });
       state.setChunkTimeRange(3, 1_700_000_000_000, 1_700_000_000_500);
-      expect(state.getChunkTimeRange(3)).toEqual({ minMs: 1_700_000_000_000, maxMs: 1_700_000_000_500 });
+      const range = { minMs: 1_700_000_000_000, maxMs: 1_700_000_000_500 };
+      expect(state.getChunkTimeRange(3)).toEqual(range);
       expect(() => state.setChunkTimeRange(3, 5, 4)).toThrow();
     });
   });

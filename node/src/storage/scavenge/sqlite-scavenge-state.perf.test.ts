@@ -52,7 +52,8 @@ describe('SqliteScavengeState throughput', () => {
       startMs = performance.now();
       let found = 0;
       for (let i = 0; i < LOOKUP_COUNT; i++) {
-        if (state.getOriginal(original((i * 7919) % STREAM_COUNT, 0).stream)?.discardPoint === 50) found++;
+        const stream = original((i * 7919) % STREAM_COUNT, 0).stream;
+        if (state.getOriginal(stream)?.discardPoint === 50) found++;
       }
       const lookupsPerSecond = ratePerSecond(LOOKUP_COUNT, startMs);
       expect(found).toBe(LOOKUP_COUNT);
@@ -71,7 +72,9 @@ describe('SqliteScavengeState throughput', () => {
 
       startMs = performance.now();
       state.transaction(() => {
-        for (let i = 0; i < STREAM_COUNT; i++) state.checkHashUser(BigInt(i) * 0x9e3779b97f4a7c15n % (1n << 64n), `s-${i}`);
+        for (let i = 0; i < STREAM_COUNT; i++) {
+          state.checkHashUser((BigInt(i) * 0x9e3779b97f4a7c15n) % (1n << 64n), `s-${i}`);
+        }
       });
       const hashChecksPerSecond = ratePerSecond(STREAM_COUNT, startMs);
 

@@ -79,7 +79,9 @@ function original(stream: string, overrides: Partial<OriginalStreamData> = {}): 
 
 afterEach(() => {
   for (const state of opened.splice(0)) state.close();
-  for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
+  for (const directory of directories.splice(0)) {
+    rmSync(directory, { recursive: true, force: true });
+  }
 });
 
 describe('SqliteScavengeState', () => {
@@ -102,7 +104,8 @@ describe('SqliteScavengeState', () => {
     first.close();
     const second = open({ indexPath });
     expect(second.getOriginal('a')).toEqual(original('a', { discardPoint: 4 }));
-    expect(second.getMeta('$$a')).toEqual({ metastream: '$$a', isTombstoned: true, discardPoint: 2, lastRecordChunk: 1 });
+    const meta = { metastream: '$$a', isTombstoned: true, discardPoint: 2, lastRecordChunk: 1 };
+    expect(second.getMeta('$$a')).toEqual(meta);
     expect(second.getChunkWeight(1)).toBe(6);
     expect(second.getChunkTimeRange(1)).toEqual({ minMs: 10, maxMs: 20 });
     expect(second.checkHashUser(99n, 'b')).toBe(true);
@@ -124,7 +127,10 @@ describe('SqliteScavengeState', () => {
     open({ indexPath, pageSizeBytes: 4096 }).close();
     expect(headerPageSizeBytes(indexPath)).toBe(4096);
     const warnings: unknown[] = [];
-    const warnLog = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    const warnLog = pino(
+      { level: 'warn' },
+      { write: (line: string) => warnings.push(JSON.parse(line)) },
+    );
     const reopened = open({ indexPath, pageSizeBytes: 16384, log: warnLog });
     reopened.setOriginal(original('a'));
     reopened.close();
@@ -155,7 +161,9 @@ describe('SqliteScavengeState', () => {
     const indexPath = makeIndexPath();
     const state = open({ indexPath, pageSizeBytes: 4096 });
     state.transaction(() => {
-      for (let i = 0; i < 2000; i++) state.setOriginal(original(`stream-${i}`, { discardPoint: 1 }));
+      for (let i = 0; i < 2000; i++) {
+        state.setOriginal(original(`stream-${i}`, { discardPoint: 1 }));
+      }
     });
     state.close();
     const bytes = readFileSync(dbPath(indexPath));
@@ -169,11 +177,13 @@ describe('SqliteScavengeState', () => {
     const indexPath = makeIndexPath();
     const state = open({ indexPath });
     state.setOriginal(original('a'));
-    state.setCheckpoint({ stage: 'Cleaning', scavengePoint: { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 } });
+    const scavengePoint = { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 };
+    state.setCheckpoint({ stage: 'Cleaning', scavengePoint });
     state.close();
     const db = new SqliteDatabase(dbPath(indexPath));
     db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL');
-    db.exec("UPDATE OriginalStreamDatas SET status = 9; UPDATE Checkpoints SET value = '{\"stage\":1}'");
+    db.exec('UPDATE OriginalStreamDatas SET status = 9');
+    db.run('UPDATE Checkpoints SET value = ?', '{"stage":1}');
     db.close();
     const reopened = open({ indexPath });
     const corrupt = (fn: () => unknown): unknown => {
@@ -184,7 +194,11 @@ describe('SqliteScavengeState', () => {
       }
       return undefined;
     };
-    for (const err of [corrupt(() => reopened.getOriginal('a')), corrupt(() => reopened.getCheckpoint())]) {
+    const errors = [
+      corrupt(() => reopened.getOriginal('a')),
+      corrupt(() => reopened.getCheckpoint()),
+    ];
+    for (const err of errors) {
       expect(err).toBeInstanceOf(EventDbError);
       expect(err).not.toBeInstanceOf(FatalError);
       expect((err as EventDbError).code).toBe('EDB_INDEX_CORRUPT');
@@ -268,7 +282,9 @@ describe('SqliteScavengeState after SIGKILL', () => {
     const indexPath = makeIndexPath();
     const seed = open({ indexPath });
     seed.transaction(() => {
-      for (let i = 0; i < SEED_ROW_COUNT; i++) seed.setOriginal(original(seedName(i), { discardPoint: 1 }));
+      for (let i = 0; i < SEED_ROW_COUNT; i++) {
+        seed.setOriginal(original(seedName(i), { discardPoint: 1 }));
+      }
       seed.setLastAccumulatedChunk(0);
     });
     seed.close();
@@ -324,7 +340,8 @@ describe('SqliteScavengeState after SIGKILL', () => {
     }
     expect([...rowCounts.keys()].filter((n) => n > counter)).toEqual([]);
     const checkpoint = state.getCheckpoint();
-    expect(checkpoint?.stage === 'Accumulating' ? checkpoint.doneLogicalChunkNumber : null).toBe(counter);
+    const done = checkpoint?.stage === 'Accumulating' ? checkpoint.doneLogicalChunkNumber : null;
+    expect(done).toBe(counter);
     state.close();
     return counter;
   }
@@ -338,7 +355,8 @@ interface Child {
 }
 
 function spawnChild(childDirectory: string, args: string[]): Child {
-  const process = spawn('node', [join(childDirectory, 'child.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const program = join(childDirectory, 'child.mjs');
+  const process = spawn('node', [program, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const child: Child = { process, lastCounter: -1, lines: [], waiters: [] };
   let buffered = '';
   process.stdout?.on('data', (data: Buffer) => {
@@ -384,7 +402,9 @@ async function waitForLine(child: Child, line: string): Promise<void> {
 
 async function killChild(child: Child): Promise<void> {
   if (child.process.exitCode !== null) return;
-  const exited = new Promise<void>((resolveExit) => child.process.once('exit', () => resolveExit()));
+  const exited = new Promise<void>((resolveExit) => {
+    child.process.once('exit', () => resolveExit());
+  });
   child.process.kill('SIGKILL');
   await exited;
 }
@@ -437,7 +457,9 @@ if (mode === 'loop') {
     state.transaction(() => {
       for (let i = 0; i < rowCount; i++) state.setOriginal(row('t' + counter + '-' + i, counter));
       state.setLastAccumulatedChunk(counter);
-      state.setCheckpoint({ stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: counter });
+      state.setCheckpoint({
+        stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: counter,
+      });
     });
     process.stdout.write('committed ' + counter + '\\n');
   }
@@ -445,7 +467,9 @@ if (mode === 'loop') {
   const db = new Database(indexPath);
   db.exec('PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -64');
   db.exec('CREATE TABLE t (key TEXT PRIMARY KEY, v INTEGER) WITHOUT ROWID; BEGIN');
-  for (let i = 0; i < 2000; i++) db.run('INSERT INTO t VALUES (?, 1)', 'k' + String(i).padStart(5, '0'));
+  for (let i = 0; i < 2000; i++) {
+    db.run('INSERT INTO t VALUES (?, 1)', 'k' + String(i).padStart(5, '0'));
+  }
   db.exec('COMMIT; BEGIN IMMEDIATE; UPDATE t SET v = 99');
   for (let i = 0; i < 20000; i++) db.run('INSERT INTO t VALUES (?, 1)', 'z' + i + 'x'.repeat(100));
   process.stdout.write('in-transaction\\n');
@@ -459,7 +483,9 @@ if (mode === 'loop') {
     for (let i = 0; i < ${SEED_ROW_COUNT}; i++) {
       state.setOriginal({ ...row('before-' + String(i).padStart(5, '0'), 99), discardPoint: 99 });
     }
-    for (let i = 0; i < 20000; i++) state.setOriginal(row('during-' + i + '-' + 'x'.repeat(100), 1));
+    for (let i = 0; i < 20000; i++) {
+      state.setOriginal(row('during-' + i + '-' + 'x'.repeat(100), 1));
+    }
     state.setLastAccumulatedChunk(1);
     process.stdout.write('in-transaction\\n');
     for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
@@ -470,7 +496,11 @@ if (mode === 'loop') {
 function writeChildProgram(childDirectory: string): void {
   for (const source of childSources()) {
     const output = ts.transpileModule(readFileSync(join(repoRoot, source), 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
     });
     const target = join(childDirectory, source.replace(/\.ts$/, '.js'));
     mkdirSync(dirname(target), { recursive: true });
