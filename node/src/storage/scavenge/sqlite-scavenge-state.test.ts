@@ -278,6 +278,22 @@ describe('SqliteScavengeState after SIGKILL', () => {
     }
   });
 
+  it('starts from scratch when scavenging.db alone was deleted after a crash', async () => {
+    const indexPath = makeIndexPath();
+    const child = spawnChild(childDirectory, ['loop', indexPath, '20']);
+    await waitForCounter(child, 10);
+    await killChild(child);
+    expect(existsSync(`${dbPath(indexPath)}-wal`)).toBe(true);
+    rmSync(dbPath(indexPath));
+    const state = open({ indexPath });
+    expect(state.lastAccumulatedChunk()).toBe(-1);
+    expect(state.getCheckpoint()).toBeUndefined();
+    expect([...state.allOriginalsWithDiscards()]).toEqual([]);
+    state.setLastAccumulatedChunk(0);
+    state.close();
+    expect(readdirSync(join(indexPath, 'scavenging'))).toEqual(['scavenging.db']);
+  });
+
   it('rolls back a transaction interrupted in the middle', async () => {
     const indexPath = makeIndexPath();
     const seed = open({ indexPath });

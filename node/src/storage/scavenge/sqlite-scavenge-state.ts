@@ -6,9 +6,11 @@
  * JSON, the last completed scavenge point number and the last accumulated chunk).
  *
  * Durability: write-ahead log with `synchronous=FULL`. A COMMIT returns once its WAL frames are
- * fsynced; a crash at any moment (SIGKILL, power loss) leaves the last committed transaction, since
- * recovery on the next open replays only committed frames, and uncommitted pages (a large
- * transaction spills them) only ever go to the WAL. The WASM VFS has no shared memory, so the
+ * fsynced (the directory is fsynced once at open, after the database and WAL exist); a crash at
+ * any moment leaves the last committed transaction, since recovery on the next open replays only
+ * committed frames, and uncommitted pages (a large transaction spills them) only ever go to the
+ * WAL. SIGKILL is tested; power loss rests on those fsyncs. A write outside `transaction()` is a
+ * transaction of its own (one fsync, a few ms): phases batch their writes in `transaction()`. The WASM VFS has no shared memory, so the
  * connection uses `locking_mode=EXCLUSIVE`, in which SQLite keeps the WAL index in the heap: the
  * lock is held for the connection's lifetime (also sparing this VFS a directory create and
  * remove per statement: ~100x faster point reads) and no `-shm` file exists. `close()`
@@ -22,13 +24,20 @@
  * database (observed: "row not in PRIMARY KEY order", uncommitted rows visible). WAL recovery
  * does not depend on that check.
  *
+ * Transactions: `transaction(fn)` is BEGIN IMMEDIATE .. COMMIT, ROLLBACK when `fn` throws. A
+ * nested call is a SAVEPOINT: its throw undoes only its own writes, which otherwise commit with the
+ * outermost transaction. `fn` must be synchronous (a returned promise is rejected as a bug).
+ *
  * The connection keeps the library's lock (a directory, `scavenging.db.lock`) while it is open;
  * a lock left by a killed process is recognised and removed on the next open (see
  * `sqlite-scavenge-state-lock.ts`). A database open in another live process is an error.
  *
  * Deleting `scavenging.db` (while no scavenge runs) is safe: the next scavenge finds no
  * checkpoint and no accumulated chunks, so it starts from scratch and re-accumulates the log
- * from chunk 0. Deleting it is also the remedy when the file is reported corrupt.
+ * from chunk 0 (slow once, like the first scavenge). A `scavenging.db-wal` left by a crash may
+ * stay: SQLite discards a WAL found next to an empty database. Deleting the file (or the whole
+ * `scavenging/` directory) is also the remedy when the database is reported corrupt
+ * (`EDB_INDEX_CORRUPT`, naming the file).
  */
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
