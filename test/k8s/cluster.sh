@@ -21,6 +21,8 @@ service_cidr="10.96.0.0/16"
 pids="$state/run"
 logs="$state/logs"
 pki="$state/pki"
+# containers' writable layers (overlay upper dirs): outside the repository, which is the overlay's lower dir
+scratch="${EVENTDB_K8S_SCRATCH:-/var/tmp/eventdb-k8s-$(echo -n "$state" | md5sum | cut -c1-10)}"
 
 log() { echo "[k8s $(date -u +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -143,6 +145,14 @@ preflight() {
   [[ "$(id -u)" == 0 ]] || die "the local kubelet needs root (mount/UTS namespaces for pods, /etc/hosts for pod DNS)"
   unshare --mount --uts --propagation private true 2>/dev/null \
     || die "unshare --mount --uts does not work here (CAP_SYS_ADMIN needed for pod volume mounts)"
+  local t
+  t="$(mktemp -d)"
+  mkdir -p "$t/l" "$t/u" "$t/w"
+  if ! unshare --mount --propagation private mount -t overlay overlay -o "lowerdir=$t/l,upperdir=$t/u,workdir=$t/w" "$t/l" 2>/dev/null; then
+    rm -rf "$t"; die "overlay mounts do not work here (containers see the repository through an overlay)"
+  fi
+  rm -rf "$t"
+  [[ "$repo" != *[,:]* ]] || die "the repository path must not contain ',' or ':' (overlay lowerdir)"
   [[ -w /etc/hosts ]] || die "/etc/hosts is not writable (pod DNS records go there)"
   command -v openssl >/dev/null || die "openssl is needed for the control plane's PKI"
   command -v curl >/dev/null || die "curl is needed"
@@ -201,7 +211,8 @@ up() {
   mkdir -p "$state/kubelet"
   start kubelet "$repo/dist/test/k8s/kubelet/main.js" node "$repo/dist/test/k8s/kubelet/main.js" \
     --kubeconfig "$state/kubelet.kubeconfig" --state-dir "$state/kubelet" --node-name "$node_name" --repo "$repo" \
-    --server-port "$kubelet_port" --tls-cert "$pki/apiserver.crt" --tls-key "$pki/apiserver.key"
+    --server-port "$kubelet_port" --tls-cert "$pki/apiserver.crt" --tls-key "$pki/apiserver.key" \
+    --scratch-dir "$scratch"
 
   local kubectl=("$state/bin/kubectl" --kubeconfig "$state/kubeconfig")
   wait_for 60 "node $node_name Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name" --timeout=2s
@@ -249,7 +260,7 @@ down() {
     done < <(sort -r "$state/kubelet/created-dirs")
   fi
   clean_hosts
-  rm -rf "$state"
+  rm -rf "$state" "$scratch"
   log "control plane down"
 }
 

@@ -1,5 +1,8 @@
 // Local kubelet: unsupported images, restarts with back-off, graceful deletion (SIGTERM, grace, SIGKILL).
 import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   IMAGE,
   api,
@@ -28,6 +31,30 @@ describe.skipIf(!!ctx().skipReason || !ctx().local)('local kubelet pod lifecycle
     const p = await waitPodPhase(ns(), 'web', ['Failed'], 30_000);
     expect(p.status?.reason).toBe('UnsupportedImage');
     expect(p.status?.message).toContain('nginx:1.27');
+  }, 60_000);
+
+  it("gives each container a private writable layer over the image's /app (the repository stays clean)", async () => {
+    const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+    const name = `written-by-pod-${ns()}.txt`;
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'writer' },
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'writer',
+            image: IMAGE,
+            // relative to the workdir /app; must be readable back inside the container
+            command: ['node', '-e', `const fs = require('fs'); fs.writeFileSync('${name}', 'x'); if (fs.readFileSync('/app/${name}', 'utf8') !== 'x') process.exit(2); if (!fs.existsSync('/app/package.json')) process.exit(3);`],
+          },
+        ],
+      },
+    });
+    const p = await waitPodPhase(ns(), 'writer', ['Succeeded', 'Failed'], 30_000);
+    expect(p.status?.phase).toBe('Succeeded');
+    expect(fs.existsSync(path.join(repo, name))).toBe(false);
   }, 60_000);
 
   it('restarts a crashing container with back-off', async () => {

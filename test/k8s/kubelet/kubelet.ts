@@ -47,6 +47,8 @@ export interface KubeletOptions {
   apiPort: string;
   k8sVersion: string;
   manageEtcHosts: boolean;
+  /** Container writable layers (overlay upper/work dirs); must be outside the repository. */
+  scratchDir: string;
   /** Serve the kubelet API subset for `kubectl logs` (HTTPS on 127.0.0.1:port); 0 disables it. */
   serverPort: number;
   serverCert?: string;
@@ -319,12 +321,6 @@ class PodWorker {
     return this.volumeDir(name);
   }
 
-  mapImagePath(p: string): string {
-    if (p === IMAGE_WORKDIR) return this.k.opts.repo;
-    if (p.startsWith(`${IMAGE_WORKDIR}/`)) return path.join(this.k.opts.repo, p.slice(IMAGE_WORKDIR.length + 1));
-    return p;
-  }
-
   async buildEnv(c: V1Container): Promise<Map<string, string>> {
     const api = this.k.opts.api;
     const env = new Map<string, string>();
@@ -389,34 +385,46 @@ class PodWorker {
     const env = await this.buildEnv(spec);
     const entry = spec.command && spec.command.length > 0 ? spec.command : IMAGE_ENTRYPOINT;
     const args = spec.command && spec.command.length > 0 ? (spec.args ?? []) : (spec.args ?? []);
-    const argv = [...entry.map((a) => this.mapImagePath(expandVars(a, env))), ...args.map((a) => expandVars(a, env))];
+    const argv = [...entry, ...args].map((a) => expandVars(a, env));
     if (argv[0] === 'node') argv[0] = process.execPath;
-    const cwd = this.mapImagePath(spec.workingDir ?? IMAGE_WORKDIR);
+    const cwd = spec.workingDir ?? IMAGE_WORKDIR; // a path in the container's view
     const mounts = [...(spec.volumeMounts ?? [])].sort((a, b) => a.mountPath.length - b.mountPath.length);
     const lines = ['#!/bin/sh', 'set -e', `hostname ${shq(this.pod.spec?.hostname ?? this.name)}`];
     const created: string[] = [];
-    const mounted: string[] = [];
+    const repo = this.k.opts.repo;
+    // mount points are created on the host when missing (recorded; removed when the kubelet stops)
+    const ensureHostPath = (target: string, isDir: boolean): void => {
+      const parts = path.resolve(target).split('/').filter(Boolean);
+      let cur = '';
+      for (let i = 0; i < parts.length; i++) {
+        cur += `/${parts[i] ?? ''}`;
+        if (fs.existsSync(cur)) continue;
+        if (i === parts.length - 1 && !isDir) fs.writeFileSync(cur, '');
+        else fs.mkdirSync(cur);
+        created.push(cur);
+      }
+    };
+    // The image's filesystem: /app is the repository seen through an overlay whose upper layer is private
+    // to this container run, so files the process writes (e.g. a relative data directory) never land in
+    // the repository and go away with the container, as with a real container runtime.
+    const layer = path.join(this.k.scratchDir, `${this.uid}_${spec.name}`);
+    fs.rmSync(layer, { recursive: true, force: true });
+    fs.mkdirSync(path.join(layer, 'upper'), { recursive: true });
+    fs.mkdirSync(path.join(layer, 'work'), { recursive: true });
+    ensureHostPath(IMAGE_WORKDIR, true);
+    lines.push(
+      `mount -t overlay overlay -o ${shq(`lowerdir=${repo},upperdir=${layer}/upper,workdir=${layer}/work`)} ${IMAGE_WORKDIR}`,
+    );
+    const mounted: string[] = [IMAGE_WORKDIR];
     for (const m of mounts) {
       let src = this.volumeSource(m.name);
       if (m.subPath) src = path.join(src, m.subPath);
-      const isDir = !fs.existsSync(src) || fs.statSync(src).isDirectory();
       if (m.subPath && !fs.existsSync(src)) fs.mkdirSync(src, { recursive: true });
-      const target = m.mountPath;
+      const isDir = !fs.existsSync(src) || fs.statSync(src).isDirectory();
+      const target = path.resolve(m.mountPath);
       const nested = mounted.some((p) => target.startsWith(`${p}/`));
-      if (!nested) {
-        // create the mount point on the host (recorded, removed again when the pod goes)
-        const parts = path.resolve(target).split('/').filter(Boolean);
-        let cur = '';
-        for (let i = 0; i < parts.length; i++) {
-          cur += `/${parts[i] ?? ''}`;
-          if (fs.existsSync(cur)) continue;
-          if (i === parts.length - 1 && !isDir) fs.writeFileSync(cur, '');
-          else fs.mkdirSync(cur);
-          created.push(cur);
-        }
-      } else {
-        lines.push(isDir ? `mkdir -p ${shq(target)}` : `mkdir -p ${shq(path.dirname(target))}; touch ${shq(target)}`);
-      }
+      if (!nested) ensureHostPath(target, isDir);
+      else lines.push(isDir ? `mkdir -p ${shq(target)}` : `mkdir -p ${shq(path.dirname(target))}; touch ${shq(target)}`);
       lines.push(`mount --bind ${shq(src)} ${shq(target)}`);
       if (m.readOnly) lines.push(`mount -o remount,bind,ro ${shq(target)}`);
       mounted.push(target);
@@ -705,6 +713,9 @@ class PodWorker {
 
   cleanup(): void {
     for (const v of this.pod.spec?.volumes ?? []) forgetVolume(this.volumeDir(v.name));
+    for (const c of this.containers.values()) {
+      fs.rmSync(path.join(this.k.scratchDir, `${this.uid}_${c.spec.name}`), { recursive: true, force: true });
+    }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -772,8 +783,13 @@ export class Kubelet {
   private syncCount = 0;
   readonly hostsFile: string;
 
+  readonly scratchDir: string;
+
   constructor(readonly opts: KubeletOptions) {
-    this.hostsFile = path.join(opts.stateDir, 'hosts');
+    // pods read their DNS records from /etc/hosts (the kubelet's own copy only when it may not write
+    // /etc/hosts); both live outside the repository, which pods see through an overlay
+    this.hostsFile = opts.manageEtcHosts ? '/etc/hosts' : path.join(opts.stateDir, 'hosts');
+    this.scratchDir = opts.scratchDir;
   }
 
   private log(msg: string): void {
@@ -872,7 +888,8 @@ export class Kubelet {
     if (!this.server) await this.startServer();
     fs.mkdirSync(path.join(this.opts.stateDir, 'pods'), { recursive: true });
     fs.mkdirSync(path.join(this.opts.stateDir, 'volumes'), { recursive: true });
-    fs.writeFileSync(this.hostsFile, '');
+    if (!this.opts.manageEtcHosts) fs.writeFileSync(this.hostsFile, '');
+    fs.mkdirSync(this.scratchDir, { recursive: true });
     await this.registerNode();
     await this.ensureStorageClass();
     this.loopDone = this.loop();
@@ -1253,9 +1270,11 @@ export class Kubelet {
     const block = lines.join('\n');
     if (block === this.lastHosts && !remove) return;
     this.lastHosts = block;
-    fs.writeFileSync(`${this.hostsFile}.tmp`, block ? `${block}\n` : '');
-    fs.renameSync(`${this.hostsFile}.tmp`, this.hostsFile);
-    if (!this.opts.manageEtcHosts) return;
+    if (!this.opts.manageEtcHosts) {
+      fs.writeFileSync(`${this.hostsFile}.tmp`, block ? `${block}\n` : '');
+      fs.renameSync(`${this.hostsFile}.tmp`, this.hostsFile);
+      return;
+    }
     try {
       const cur = fs.readFileSync('/etc/hosts', 'utf8');
       const begin = `${HOSTS_BEGIN} ${this.opts.nodeName}`;
