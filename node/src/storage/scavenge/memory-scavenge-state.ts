@@ -51,7 +51,7 @@ export interface MemoryScavengeStateOptions {
 
 export function openMemoryScavengeState(options: MemoryScavengeStateOptions = {}): ScavengeState {
   const store = options.store ?? createMemoryScavengeStore();
-  assert(store instanceof MemoryStore, 'memory scavenge store comes from createMemoryScavengeStore');
+  assert(store instanceof MemoryStore, 'the store comes from createMemoryScavengeStore');
   const capacity = options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT;
   return new MemoryScavengeState(store, capacity);
 }

@@ -10,12 +10,13 @@
  * any moment leaves the last committed transaction, since recovery on the next open replays only
  * committed frames, and uncommitted pages (a large transaction spills them) only ever go to the
  * WAL. SIGKILL is tested; power loss rests on those fsyncs. A write outside `transaction()` is a
- * transaction of its own (one fsync, a few ms): phases batch their writes in `transaction()`. The WASM VFS has no shared memory, so the
- * connection uses `locking_mode=EXCLUSIVE`, in which SQLite keeps the WAL index in the heap: the
- * lock is held for the connection's lifetime (also sparing this VFS a directory create and
- * remove per statement: ~100x faster point reads) and no `-shm` file exists. `close()`
- * checkpoints and deletes the WAL, so an idle `scavenging/` directory holds only
- * `scavenging.db`.
+ * transaction of its own (one fsync, a few ms): phases batch their writes in `transaction()`.
+ *
+ * The WASM VFS has no shared memory, so the connection uses `locking_mode=EXCLUSIVE`, in which
+ * SQLite keeps the WAL index in the heap: the lock is held for the connection's lifetime (also
+ * sparing this VFS a directory create and remove per statement: ~100x faster point reads) and no
+ * `-shm` file exists. `close()` checkpoints and deletes the WAL, so an idle `scavenging/`
+ * directory holds only `scavenging.db`.
  *
  * Why not the rollback journal: node-sqlite3-wasm's xCheckReservedLock reports the connection's
  * own lock (the `.lock` directory it made for its SHARED lock) as another's RESERVED lock, so
@@ -150,7 +151,7 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
     const message = `cannot open scavenge state database ${path}: ${String(err)}`;
     throw new EventDbError('EDB_INDEX_CORRUPT', message, {
       cause: err,
-      details: { path, remedy: 'delete the file while no scavenge runs (the next one starts over)' },
+      details: { path, remedy: 'delete it while no scavenge runs (the next one starts over)' },
     });
   }
 }
@@ -526,7 +527,7 @@ class SqliteScavengeState implements ScavengeState {
   private decodeOriginal(row: Row): OriginalStreamData {
     const data = decodeOriginal(row);
     const problem = originalProblem(data);
-    if (problem !== undefined) throw this.corruptError(`original stream ${data.stream}: ${problem}`);
+    if (problem !== undefined) throw this.corruptError(`stream ${data.stream}: ${problem}`);
     return data;
   }
 
@@ -566,7 +567,8 @@ function decodeOriginal(row: Row): OriginalStreamData {
     maybeDiscardPoint: Number(row['maybeDiscardPoint']),
     lastEventNumber: Number(row['lastEventNumber']),
     // An unknown code yields an unknown status, which originalProblem reports.
-    status: STATUS_BY_CODE.get(Number(row['status'])) ?? (String(row['status']) as OriginalStreamStatus),
+    status:
+      STATUS_BY_CODE.get(Number(row['status'])) ?? (String(row['status']) as OriginalStreamStatus),
   };
 }
 
