@@ -48,7 +48,6 @@ function isCountOrNull(value: number | null): boolean {
 /** What is wrong with an original stream's data, or undefined when it may be stored. */
 export function originalProblem(data: OriginalStreamData): string | undefined {
   if (typeof data.stream !== 'string' || data.stream.length === 0) return 'stream name is empty';
-  if (data.stream.startsWith('$$')) return 'an original stream is not a metastream';
   if (!isCount(data.discardPoint) || !isCount(data.maybeDiscardPoint)) {
     return 'discard points are not counts';
   }

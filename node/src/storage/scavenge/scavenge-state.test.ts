@@ -157,7 +157,6 @@ describe.each(factories)('$name', (factory) => {
       const state = open();
       expect(() => state.setOriginal(original(''))).toThrow();
       expect(() => state.setOriginal(original('a', { discardPoint: -1 }))).toThrow();
-      expect(() => state.setOriginal(original('$$a'))).toThrow();
     });
 
     it('pages active originals in code-point order after a stream', () => {
