@@ -70,6 +70,11 @@ describe('streams routes over the in-memory engine', () => {
     expect(options.headers['access-control-expose-headers']).toContain('ES-CurrentVersion');
     const feed = await server.app.inject({ method: 'GET', url: '/streams/x' });
     expect(feed.headers['access-control-allow-methods']).toBe('GET, POST, DELETE, OPTIONS');
+    expect(options.headers['access-control-allow-methods']).toBe('GET, POST, DELETE, OPTIONS');
+    const put = await server.app.inject({ method: 'PUT', url: '/streams/x' });
+    expect(put.statusCode).toBe(405);
+    expect(put.statusMessage).toBe('Method Not Allowed');
+    expect(put.headers.allow).toBe('GET, POST, DELETE, OPTIONS');
     const missing = await server.app.inject({ method: 'GET', url: '/nowhere' });
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toBe('');

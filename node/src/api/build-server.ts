@@ -66,12 +66,21 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
-  registerRequestHooks(app);
+  const routeMethods = collectRouteMethods(app);
+  registerRequestHooks(app, routeMethods);
 
+  // No route for this method: OPTIONS answers 200, a path known for other methods 405, else 404.
   app.setNotFoundHandler((request, reply) => {
+    const methods = routeMethods.forPath(request.url.split('?')[0] ?? '');
     if (request.method === 'OPTIONS') {
-      reply.header('access-control-allow-methods', ALL_METHODS);
+      reply.header('access-control-allow-methods', allowedMethods(methods));
       return sendStatus(reply, 200, 'OK');
+    }
+    if (methods.size > 0) {
+      reply
+        .header('allow', allowedMethods(methods))
+        .header('access-control-allow-methods', allowedMethods(methods));
+      return sendStatus(reply, 405, 'Method Not Allowed');
     }
     return sendStatus(reply, 404, 'Not Found');
   });
@@ -99,21 +108,56 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   return app;
 }
 
-/** CORS headers on every response and one debug line per request (never headers or bodies). */
-function registerRequestHooks(app: FastifyInstance): void {
-  // Access-Control-Allow-Methods names the methods of the matched route, as EventStoreDB does.
-  const methodsByUrl = new Map<string, Set<string>>();
-  app.addHook('onRoute', (route) => {
-    const methods = methodsByUrl.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) if (method !== 'HEAD') methods.add(method);
-    methodsByUrl.set(route.url, methods);
+interface RouteMethods {
+  /** Methods registered for a route URL pattern (e.g. `/streams/:stream`). */
+  forRoute(url: string): ReadonlySet<string>;
+  /** Methods of every route pattern that matches a concrete path. */
+  forPath(path: string): ReadonlySet<string>;
+}
+
+const NO_METHODS: ReadonlySet<string> = new Set();
+
+/** `GET, POST, OPTIONS` for the given methods; every method when none is known. */
+function allowedMethods(methods: ReadonlySet<string>): string {
+  return methods.size === 0 ? ALL_METHODS : [...methods, 'OPTIONS'].join(', ');
+}
+
+function routePattern(url: string): RegExp {
+  const segments = url.split('/').map((segment) => {
+    if (segment.startsWith(':')) return '[^/]+';
+    if (segment === '*') return '.*';
+    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   });
+  return new RegExp(`^${segments.join('/')}$`);
+}
+
+/** Learns every route's methods from the onRoute hook (HEAD aside: fastify adds it to GETs). */
+function collectRouteMethods(app: FastifyInstance): RouteMethods {
+  const byUrl = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  app.addHook('onRoute', (route) => {
+    const entry = byUrl.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set() };
+    for (const method of [route.method].flat()) if (method !== 'HEAD') entry.methods.add(method);
+    byUrl.set(route.url, entry);
+  });
+  return {
+    forRoute: (url) => byUrl.get(url)?.methods ?? NO_METHODS,
+    forPath(path) {
+      const methods = new Set<string>();
+      for (const { pattern, methods: routeMethods } of byUrl.values()) {
+        if (pattern.test(path)) for (const method of routeMethods) methods.add(method);
+      }
+      return methods;
+    },
+  };
+}
+
+/** CORS headers on every response and one debug line per request (never headers or bodies). */
+function registerRequestHooks(app: FastifyInstance, routeMethods: RouteMethods): void {
+  // Access-Control-Allow-Methods names the methods of the matched route, as EventStoreDB does.
   app.addHook('onRequest', async (request, reply) => {
     reply.headers(CORS_HEADERS);
-    const methods = methodsByUrl.get(request.routeOptions.url ?? '');
-    if (methods !== undefined) {
-      reply.header('access-control-allow-methods', [...methods, 'OPTIONS'].join(', '));
-    }
+    const methods = routeMethods.forRoute(request.routeOptions.url ?? '');
+    if (methods.size > 0) reply.header('access-control-allow-methods', allowedMethods(methods));
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug(
