@@ -385,10 +385,16 @@ describe('scavenge admin routes', () => {
 
   it('documents the start parameters in /openapi.json', async () => {
     const h = await harness();
+    type Parameter = { name: string; in: string; schema: { type?: string; maximum?: number } };
     const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
-      paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string }> }>>;
+      paths: Record<string, Record<string, { parameters?: Parameter[] }>>;
     };
-    const names = doc.paths['/admin/scavenge']?.['post']?.parameters?.map((p) => p.name) ?? [];
+    const parameters = doc.paths['/admin/scavenge']?.['post']?.parameters ?? [];
+    const names = parameters.map((p) => p.name);
+    const schemaOf = (name: string) => parameters.find((p) => p.name === name)?.schema;
+    expect(schemaOf('threads')?.type).toBe('integer');
+    expect(schemaOf('throttlePercent')).toMatchObject({ type: 'integer', maximum: 100 });
+    expect(schemaOf('syncOnly')?.type).toBe('boolean');
     expect(names).toEqual(
       expect.arrayContaining([
         'threads', 'threshold', 'throttlePercent', 'syncOnly', 'startFromChunk',

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 
-import { parseScavengeParams, ScavengeParamMessage } from './scavenge-params.js';
+import {
+  parseScavengeParams,
+  ScavengeParamMessage,
+  ScavengeStartQuerySchema,
+} from './scavenge-params.js';
 
 describe('parseScavengeParams', () => {
   it('uses the defaults when nothing is given', () => {
@@ -50,6 +54,7 @@ describe('parseScavengeParams', () => {
     [{ syncOnly: 'yes' }, ScavengeParamMessage.syncOnly],
     [{ syncOnly: '1' }, ScavengeParamMessage.syncOnly],
   ])('refuses %j with the first failing parameter\'s message', (query, message) => {
-    expect(parseScavengeParams(query)).toEqual({ kind: 'invalid', message });
+    const parsedQuery = ScavengeStartQuerySchema.parse(query);
+    expect(parseScavengeParams(parsedQuery)).toEqual({ kind: 'invalid', message });
   });
 });

@@ -26,35 +26,58 @@ export const ScavengeParamMessage = {
   syncOnly: 'syncOnly must be a boolean',
 } as const;
 
-/** A query value as fastify's parser yields it: repeated keys become arrays. */
-const QueryValueSchema = z.union([z.string(), z.array(z.string())]).optional();
+interface QueryParamDoc {
+  readonly type: 'integer' | 'boolean';
+  readonly description: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+}
 
 /**
- * Documents the parameters in /openapi.json. Values stay strings here so that every bad value
- * reaches `parseScavengeParams` and gets EventStoreDB's message rather than a generic one.
+ * One start parameter. On the wire it is text, and it stays text here so that every bad value
+ * reaches `parseScavengeParams` and gets EventStoreDB's message rather than a generic one; a
+ * repeated key is joined into one value, which then fails like any other bad value. The
+ * metadata tells /openapi.json the type the text must hold.
  */
+function queryParam(doc: QueryParamDoc) {
+  const joinRepeated = (value: unknown): unknown =>
+    Array.isArray(value) ? value.join(',') : value;
+  return z.preprocess(joinRepeated, z.string().optional()).meta({ ...doc });
+}
+
 export const ScavengeStartQuerySchema = z.object({
-  threads: QueryValueSchema.describe(
-    'Integer, default 1: chunks scavenged in parallel. Below 1 is refused; above 4 is capped to 4.',
-  ),
-  threshold: QueryValueSchema.describe(
-    'Integer, default 0: -1 scavenges every chunk, 0 every chunk with something to remove, ' +
+  threads: queryParam({
+    type: 'integer',
+    minimum: 1,
+    description: 'Default 1: chunks scavenged in parallel. Above 4 is capped to 4.',
+  }),
+  threshold: queryParam({
+    type: 'integer',
+    description:
+      'Default 0: -1 scavenges every chunk, 0 every chunk with something to remove, ' +
       'above 0 only chunks whose weight exceeds it.',
-  ),
-  throttlePercent: QueryValueSchema.describe(
-    'Integer 1 to 100, default 100 (full speed); must be 100 when threads is above 1.',
-  ),
-  syncOnly: QueryValueSchema.describe(
-    'Boolean, default false: when true, write no new scavenge point; run only if one exists ' +
-      'that this node has not reached.',
-  ),
-  startFromChunk: QueryValueSchema.describe(
-    'Deprecated and ignored (a non-negative integer is still required if given).',
-  ),
+  }),
+  throttlePercent: queryParam({
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    description: 'Default 100 (full speed); must be 100 when threads is above 1.',
+  }),
+  syncOnly: queryParam({
+    type: 'boolean',
+    description:
+      'Default false: when true, write no new scavenge point; run only if one exists that ' +
+      'this node has not reached.',
+  }),
+  startFromChunk: queryParam({
+    type: 'integer',
+    minimum: 0,
+    description: 'Deprecated and ignored (still checked to be a non-negative integer).',
+  }),
   format: z
-    .enum(['json', 'xml', 'text'])
+    .string()
     .optional()
-    .describe('Response format; overrides the Accept header. Default text/plain.'),
+    .describe('json, xml or text: overrides the Accept header. Default text/plain.'),
 });
 
 export type ScavengeStartQuery = z.infer<typeof ScavengeStartQuerySchema>;
@@ -102,9 +125,8 @@ export function parseScavengeParams(query: ScavengeStartQuery): ParsedScavengePa
 }
 
 /** `absent` when not given; null when given but not a 32-bit integer. */
-function parseInt32(value: string | string[] | undefined, absent: number): number | null {
+function parseInt32(value: string | undefined, absent: number): number | null {
   if (value === undefined) return absent;
-  if (typeof value !== 'string') return null;
   const text = value.trim();
   if (!/^[+-]?\d+$/.test(text)) return null;
   const parsed = Number(text);
@@ -112,9 +134,8 @@ function parseInt32(value: string | string[] | undefined, absent: number): numbe
 }
 
 /** `absent` when not given; null when given but neither true nor false. */
-function parseBoolean(value: string | string[] | undefined, absent: boolean): boolean | null {
+function parseBoolean(value: string | undefined, absent: boolean): boolean | null {
   if (value === undefined) return absent;
-  if (typeof value !== 'string') return null;
   const text = value.trim().toLowerCase();
   if (text === 'true') return true;
   if (text === 'false') return false;
