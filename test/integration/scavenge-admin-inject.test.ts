@@ -342,8 +342,10 @@ describe('scavenge admin routes', () => {
     expect(wildcard.headers['content-type']).toBe('text/plain; charset=utf-8');
     const png = await inject(h, 'GET', '/admin/scavenge/current', { accept: 'image/png' });
     expect(png.statusCode).toBe(406);
-    expect((await inject(h, 'GET', '/admin/scavenge')).statusCode).toBe(405);
-    expect((await inject(h, 'GET', `/admin/scavenge/${id}`)).statusCode).toBe(405);
+    const getStart = await inject(h, 'GET', '/admin/scavenge');
+    expect([getStart.statusCode, getStart.headers['allow']]).toEqual([405, 'POST, OPTIONS']);
+    const getRun = await inject(h, 'GET', `/admin/scavenge/${id}`);
+    expect([getRun.statusCode, getRun.headers['allow']]).toEqual([405, 'DELETE, OPTIONS']);
     const body = await h.app.inject({
       method: 'POST',
       url: '/admin/scavenge',

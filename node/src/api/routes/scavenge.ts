@@ -84,7 +84,6 @@ export function registerScavengeRoutes(app: HostApp, deps: ScavengeRoutesDeps): 
     registerStart(scope, deps);
     registerReads(scope, deps);
     registerStop(scope, deps);
-    registerMethodNotAllowed(scope);
   });
 }
 
@@ -236,24 +235,6 @@ function startOrRefuse(scavenges: ScavengeService, params: ScavengeParams): Star
     const reason = status === 503 ? 'Service Unavailable' : status < 500 ? 'Bad Request' : 'Error';
     return { kind: 'refused', status, reason, message: err.message };
   }
-}
-
-/** Other methods on the scavenge paths: 405, as EventStoreDB's router answers. */
-function registerMethodNotAllowed(scope: ZodScope): void {
-  const notAllowed = async (_req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> =>
-    sendStatus(reply, 405, 'Method Not Allowed');
-  scope.route({
-    method: ['GET', 'PUT', 'DELETE', 'PATCH'],
-    url: '/admin/scavenge',
-    schema: { hide: true },
-    handler: notAllowed,
-  });
-  scope.route({
-    method: ['GET', 'POST', 'PUT', 'PATCH'],
-    url: '/admin/scavenge/:scavengeId',
-    schema: { hide: true },
-    handler: notAllowed,
-  });
 }
 
 /**
