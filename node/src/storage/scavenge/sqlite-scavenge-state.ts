@@ -40,11 +40,11 @@
  * `scavenging/` directory) is also the remedy when the database is reported corrupt
  * (`EDB_INDEX_CORRUPT`, naming the file).
  */
-import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pkg from 'node-sqlite3-wasm';
 import type { Logger } from 'pino';
-import { EventDbError, FatalError, assert } from '../../errors.js';
+import { EventDbError, assert } from '../../errors.js';
 import { HASH_USERS_CACHE_CAPACITY_DEFAULT, HashUsersCache } from './hash-users-cache.js';
 import type { HashUsersCacheStats } from './hash-users-cache.js';
 import {
@@ -67,17 +67,19 @@ import type {
   ScavengeCheckpoint,
   ScavengeState,
 } from './scavenge-types.js';
-import {
-  SCAVENGE_STATE_SCHEMA_SQL,
-  SCAVENGE_STATE_SCHEMA_VERSION,
-  SCAVENGE_STATE_STATEMENTS_SQL,
-} from './sqlite-scavenge-state-sql.js';
+import { SCAVENGE_STATE_STATEMENTS_SQL } from './sqlite-scavenge-state-sql.js';
 import type { StatementName } from './sqlite-scavenge-state-sql.js';
 import {
   claimScavengeStateLock,
   recordScavengeStateLockOwner,
   releaseScavengeStateLockOwner,
 } from './sqlite-scavenge-state-lock.js';
+import {
+  checkScavengeStateOptions,
+  configureScavengeStateDatabase,
+  ensureScavengeStateSchema,
+  fsyncScavengeStateDirectory,
+} from './sqlite-scavenge-state-setup.js';
 
 const { Database } = pkg;
 type Database = InstanceType<typeof pkg.Database>;
@@ -92,7 +94,6 @@ export const SCAVENGE_BACKEND_PAGE_SIZE_BYTES_DEFAULT = 16 * 1024;
 export const SCAVENGE_BACKEND_CACHE_SIZE_BYTES_DEFAULT = 64 * 1024 * 1024;
 /** Rows fetched per query by the iterables (`allOriginalsWithDiscards`, `allMetas`). */
 const ITERATION_PAGE_ROW_COUNT = 1024;
-const WAL_SIZE_BYTES_LIMIT = 64 * 1024 * 1024;
 
 export interface SqliteScavengeStateOptions {
   /** The index directory; the database is `<indexPath>/scavenging/scavenging.db`. */
@@ -117,7 +118,7 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
   const pageSizeBytes = options.pageSizeBytes ?? SCAVENGE_BACKEND_PAGE_SIZE_BYTES_DEFAULT;
   const cacheSizeBytes = options.cacheSizeBytes ?? SCAVENGE_BACKEND_CACHE_SIZE_BYTES_DEFAULT;
   const capacity = options.hashUsersCacheCapacity ?? HASH_USERS_CACHE_CAPACITY_DEFAULT;
-  openSqliteScavengeStateCheckOptions(pageSizeBytes, cacheSizeBytes, capacity);
+  checkScavengeStateOptions(pageSizeBytes, cacheSizeBytes, capacity);
   const directory = resolve(options.indexPath, SCAVENGE_STATE_DIRECTORY);
   const path = join(directory, SCAVENGE_STATE_FILE);
   mkdirSync(directory, { recursive: true });
@@ -125,8 +126,8 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
   let db: Database | undefined;
   try {
     db = new Database(path);
-    const created = openSqliteScavengeStateConfigure(db, pageSizeBytes, cacheSizeBytes);
-    openSqliteScavengeStateSchema(db, created);
+    const created = configureScavengeStateDatabase(db, pageSizeBytes, cacheSizeBytes);
+    ensureScavengeStateSchema(db, created);
     const actualPageSizeBytes = Number(db.get('PRAGMA page_size')?.['page_size']);
     if (actualPageSizeBytes !== pageSizeBytes) {
       options.log.warn(
@@ -137,7 +138,7 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
     recordScavengeStateLockOwner(path);
     // The database and its WAL exist by now (the first read creates the WAL): make their
     // directory entries durable, since this VFS's xSync only fsyncs the files themselves.
-    openSqliteScavengeStateSyncDirectory(directory);
+    fsyncScavengeStateDirectory(directory);
     const state = new SqliteScavengeState({ db, path, capacity, log: options.log });
     options.log.info(
       { path, created, pageSizeBytes: actualPageSizeBytes, cacheSizeBytes },
@@ -153,91 +154,6 @@ export function openSqliteScavengeState(options: SqliteScavengeStateOptions): Sc
       cause: err,
       details: { path, remedy: 'delete it while no scavenge runs (the next one starts over)' },
     });
-  }
-}
-
-function openSqliteScavengeStateCheckOptions(
-  pageSizeBytes: number,
-  cacheSizeBytes: number,
-  capacity: number,
-): void {
-  const pageSizeValid =
-    Number.isSafeInteger(pageSizeBytes) &&
-    pageSizeBytes >= 512 &&
-    pageSizeBytes <= 65536 &&
-    (pageSizeBytes & (pageSizeBytes - 1)) === 0;
-  if (!pageSizeValid) {
-    throw new EventDbError(
-      'EDB_CONFIG_INVALID',
-      'scavenge backend page size must be a power of two from 512 B to 64 KiB',
-      { httpStatus: 400, details: { pageSizeBytes } },
-    );
-  }
-  if (!Number.isSafeInteger(cacheSizeBytes) || cacheSizeBytes < 0) {
-    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge backend cache size is a byte count', {
-      httpStatus: 400,
-      details: { cacheSizeBytes },
-    });
-  }
-  if (!Number.isSafeInteger(capacity) || capacity < 1) {
-    throw new EventDbError('EDB_CONFIG_INVALID', 'scavenge hash users cache capacity is below 1', {
-      httpStatus: 400,
-      details: { hashUsersCacheCapacity: capacity },
-    });
-  }
-}
-
-/**
- * Sets the pragmas; returns true when the database is new (no tables yet), in which case the page
- * size is applied first (a WAL database cannot change it later). Exclusive locking must come
- * before the first read, or SQLite would need shared memory to open a WAL database.
- */
-function openSqliteScavengeStateConfigure(
-  db: Database,
-  pageSizeBytes: number,
-  cacheSizeBytes: number,
-): boolean {
-  db.exec('PRAGMA locking_mode = EXCLUSIVE');
-  const tableCount = Number(db.get('SELECT count(*) AS n FROM sqlite_master')?.['n']);
-  assert(Number.isSafeInteger(tableCount) && tableCount >= 0, 'sqlite_master row count');
-  const created = tableCount === 0;
-  if (created) db.exec(`PRAGMA page_size = ${pageSizeBytes}`);
-  const journalMode = db.get('PRAGMA journal_mode = WAL')?.['journal_mode'];
-  assert(journalMode === 'wal', 'scavenge state uses the write-ahead log');
-  db.exec('PRAGMA synchronous = FULL');
-  // After a checkpoint, a WAL grown by a large transaction is truncated back to this size.
-  db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_BYTES_LIMIT}`);
-  db.exec(`PRAGMA cache_size = -${Math.floor(cacheSizeBytes / 1024)}`);
-  db.exec('PRAGMA foreign_keys = OFF');
-  return created;
-}
-
-function openSqliteScavengeStateSyncDirectory(directory: string): void {
-  const fd = openSync(directory, 'r');
-  try {
-    fsyncSync(fd);
-  } catch (err: unknown) {
-    throw new FatalError('EDB_FSYNC_FAILED', `cannot fsync directory ${directory}`, { cause: err });
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function openSqliteScavengeStateSchema(db: Database, created: boolean): void {
-  if (created) {
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      db.exec(SCAVENGE_STATE_SCHEMA_SQL);
-      db.run('INSERT INTO SchemaVersion (version) VALUES (?)', SCAVENGE_STATE_SCHEMA_VERSION);
-      db.exec('COMMIT');
-    } catch (err: unknown) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      throw err;
-    }
-  }
-  const versions = db.all('SELECT version FROM SchemaVersion').map((row) => Number(row['version']));
-  if (versions.length !== 1 || versions[0] !== SCAVENGE_STATE_SCHEMA_VERSION) {
-    throw new Error(`unsupported scavenge state schema version ${JSON.stringify(versions)}`);
   }
 }
 
