@@ -307,6 +307,15 @@ describe('GET /streams/$all', () => {
     expect(later.entries.map((e) => e.title)).not.toContain(head.entries[0]?.title);
   });
 
+  it('answers 304 on the head while nothing was written', async () => {
+    const head = await readFeed(http, '/streams/$all');
+    const etag = head.headers.get('etag') ?? '';
+    expect(etag).toMatch(/^"\d+;-?\d+"$/);
+    expect((await readFeed(http, '/streams/$all', { 'If-None-Match': etag })).status).toBe(304);
+    await streamWith(1, 'all-etag');
+    expect((await readFeed(http, '/streams/$all', { 'If-None-Match': etag })).status).toBe(200);
+  });
+
   it('rejects invalid positions', async () => {
     const response = await readFeed(http, '/streams/$all/xyz/forward/10');
     expect(response.status).toBe(400);

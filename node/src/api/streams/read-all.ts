@@ -18,7 +18,10 @@ import {
   authorizeStream,
   CACHE_FOREVER,
   CACHE_NEVER,
+  eTagValue,
+  isNotModified,
   requestBaseUrl,
+  sendStatus,
   type StreamsContext,
 } from './stream-http.js';
 
@@ -60,6 +63,12 @@ export async function handleAllFeed(
   // an event twice, never miss one.
   const end = context.db.stats().writerCheckpoint;
   const requested = position === 'head' ? { commitPosition: end, preparePosition: end } : position;
+  // The head of $all is versioned by the end of the log, as EventStoreDB's last commit position.
+  const eTag = position === 'head' ? eTagValue(end, mediaType) : undefined;
+  if (eTag !== undefined && isNotModified(request, eTag)) {
+    reply.header('etag', `"${eTag}"`).header('cache-control', CACHE_NEVER);
+    return sendStatus(reply, 304, 'Not Modified');
+  }
   const read = (): Promise<ReadAllResult> =>
     context.db.readAll(position === 'head' ? undefined : position, count, params.direction);
   let result: ReadAllResult;
@@ -84,8 +93,9 @@ export async function handleAllFeed(
     nextPosition: result.nextPosition,
     isEnd: result.isEnd,
     events: result.events,
-    eTag: undefined,
+    eTag,
   };
+  if (eTag !== undefined) reply.header('etag', `"${eTag}"`);
   const fullPage = result.events.length === count && position !== 'head';
   reply.header('cache-control', fullPage ? CACHE_FOREVER : CACHE_NEVER);
   const feed = allFeed(page, { baseUrl: requestBaseUrl(request), embed: parseEmbed(query.embed) });
