@@ -96,7 +96,10 @@ export class ScavengeService {
     });
   }
 
-  /** Node start: `$scavenges` metadata, then `Interrupted` for unfinished runs. Never throws. */
+  /**
+   * Node start: `$scavenges` metadata, the metadata of this node's recent run streams, then
+   * `Interrupted` for runs a previous process left unfinished. Never throws.
+   */
   initialise(): Promise<void> {
     this.initialised ??= this.initialiseOnce();
     return this.initialised;
