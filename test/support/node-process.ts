@@ -6,9 +6,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 
-export const MAIN_JS = resolve(import.meta.dirname, '../../dist/node/src/main.js');
+// From the TypeScript source (vitest) or from the build itself (dist/test/support, e.g. benches).
+export const MAIN_JS = import.meta.dirname.includes(`${sep}dist${sep}`)
+  ? resolve(import.meta.dirname, '../../node/src/main.js')
+  : resolve(import.meta.dirname, '../../dist/node/src/main.js');
 export const ADMIN_AUTHORIZATION = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
 
 export interface NodeProcess {
