@@ -8,7 +8,8 @@
  *   stream's recent history, in which case the write is an idempotent retry;
  * - NoStream (-1) writes at 0 when the stream does not exist, and also recreates a soft-deleted
  *   stream (continuing its numbering);
- * - StreamExists (-4) writes at the end of a stream that exists and is not soft-deleted;
+ * - StreamExists (-4) writes at the end of a stream that exists; a soft-deleted one answers
+ *   stream-deleted;
  * - N writes at N+1 when the last event is N; when events N+1.. already carry the same ids the
  *   write is an idempotent retry; otherwise the expected version is wrong.
  */
@@ -45,7 +46,9 @@ export function decideAppend(state: StreamWriteState, expectedVersion: number, e
       if (last === -1 || state.softDeleted) return atEnd;
       return idempotentAt(0, eventIds, ids) ?? wrong;
     case ExpectedVersion.StreamExists:
-      if (last >= 0 && !state.softDeleted) return idempotentByRecentId(eventIds, ids, wrong) ?? atEnd;
+      // EventStoreDB answers "stream deleted" to StreamExists on a soft-deleted stream.
+      if (state.softDeleted) return { kind: 'stream-deleted' };
+      if (last >= 0) return idempotentByRecentId(eventIds, ids, wrong) ?? atEnd;
       return wrong;
     default:
       if (expectedVersion === last) return atEnd;

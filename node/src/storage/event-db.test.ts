@@ -37,7 +37,7 @@ describe('expected version', () => {
   const matrix: Record<keyof typeof setups, Record<string, Outcome>> = {
     new: { '-2': 'ok', '-1': 'ok', '-4': 'wrong', '1': 'wrong', '7': 'wrong' },
     existing: { '-2': 'ok', '-1': 'wrong', '-4': 'ok', '1': 'ok', '7': 'wrong' },
-    'soft-deleted': { '-2': 'ok', '-1': 'ok', '-4': 'wrong', '1': 'ok', '7': 'wrong' },
+    'soft-deleted': { '-2': 'ok', '-1': 'ok', '-4': 'deleted', '1': 'ok', '7': 'wrong' },
     'hard-deleted': { '-2': 'deleted', '-1': 'deleted', '-4': 'deleted', '1': 'deleted', '7': 'deleted' },
   };
   for (const [state, row] of Object.entries(matrix)) {
@@ -127,6 +127,11 @@ describe('deletes and metadata', () => {
     await db.append('aged', 0, [jsonEvent('new')]);
     await db.setStreamMetadata('aged', -2, { $maxAge: 30 });
     expect(await readNumbers(db, 'aged')).toEqual([1]);
+  });
+
+  it('soft-deleting a stream that does not exist answers wrong expected version', async () => {
+    const { db } = await fresh();
+    expect(await db.deleteStream('never', -2, false)).toEqual({ kind: 'wrong-expected-version', currentVersion: -1 });
   });
 
   it('writes to the metastream of a hard-deleted stream are refused', async () => {

@@ -43,7 +43,7 @@ import {
 } from './scavenge/scavenge-types.js';
 import { runScavenge } from './scavenge/scavenger.js';
 import type { ScavengeAccess } from './scavenge/scavenge-access.js';
-import { openMemoryScavengeState } from './scavenge/memory-scavenge-state.js';
+import { createMemoryScavengeStore, openMemoryScavengeState } from './scavenge/memory-scavenge-state.js';
 import { openSqliteScavengeState } from './scavenge/sqlite-scavenge-state.js';
 import type { ExistenceFilter } from './index-adapter.js';
 
@@ -331,6 +331,10 @@ export class Engine implements EventDb {
     const decision = decideAppend(state, expectedVersion, [], { idAt: () => undefined, recentNumberOf: () => undefined });
     if (decision.kind === 'wrong-expected-version') return { kind: 'wrong-expected-version', currentVersion: visibleVersion(state) };
     if (decision.kind !== 'write') return { kind: 'stream-deleted' };
+    if (!hard && state.lastEventNumber === -1 && ctx.streamMetadata(stream).version === -1) {
+      // Nothing to delete: EventStoreDB answers wrong expected version (current -1).
+      return { kind: 'wrong-expected-version', currentVersion: -1 };
+    }
     if (!hard) {
       const meta = ctx.streamMetadata(stream);
       const raw = { ...meta.metadata.raw, $tb: SOFT_DELETED_TRUNCATE_BEFORE };
@@ -728,7 +732,7 @@ export class Engine implements EventDb {
   // ---------------------------------------------------------------- scavenging
 
   private runningScavenge: { handle: ScavengeHandle; controller: AbortController } | undefined;
-  private memoryScavengeState: ScavengeState | undefined;
+  private memoryScavengeStore: ReturnType<typeof createMemoryScavengeStore> | undefined;
 
   startScavenge(scavengeId: string, params: ScavengeParams, listener: ScavengeListener): ScavengeHandle {
     if (this.runningScavenge) throw new EventDbError('EDB_SCAVENGE_RUNNING', 'Scavenge is already running', { httpStatus: 400 });
@@ -767,10 +771,9 @@ export class Engine implements EventDb {
   private openScavengeState(): ScavengeState {
     const o = this.options;
     if (o.memDb) {
-      // One state for the life of the process; a run's close() must not drop it.
-      this.memoryScavengeState ??= openMemoryScavengeState({ hashUsersCacheCapacity: o.scavengeHashUsersCacheCapacity ?? 100_000 });
-      const state = this.memoryScavengeState;
-      return Object.assign(Object.create(state) as ScavengeState, { close: () => undefined });
+      // One store for the life of the process; each run opens a handle on it.
+      this.memoryScavengeStore ??= createMemoryScavengeStore();
+      return openMemoryScavengeState({ store: this.memoryScavengeStore, hashUsersCacheCapacity: o.scavengeHashUsersCacheCapacity ?? 100_000 });
     }
     return openSqliteScavengeState({
       indexPath: o.indexPath, log: this.deps.log.child({ component: 'storage.scavenge.state' }),
