@@ -22,6 +22,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'disk', module: './disk-baseline.js' },
   { name: 'engine', module: './engine-bench.js', optional: true },
   { name: 'http', module: './http-bench.js' },
+  { name: 'scavenge', module: './scavenge-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {

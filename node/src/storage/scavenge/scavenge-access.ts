@@ -38,6 +38,9 @@ export class ScavengeStopped extends Error {
  */
 export class ScavengePacer {
   private workStartedMs = performance.now();
+  /** Time spent working and resting (throttle), for the logs and the throttle tests. */
+  activeMs = 0;
+  restMs = 0;
 
   constructor(private readonly signal: AbortSignal, private readonly throttlePercent: number) {}
 
@@ -54,9 +57,12 @@ export class ScavengePacer {
   /** Called after each unit of work (a chunk): rests per the throttle, then checks for stop. */
   async afterUnit(): Promise<void> {
     const workedMs = performance.now() - this.workStartedMs;
+    this.activeMs += workedMs;
     if (this.throttlePercent < 100) {
       const restMs = (workedMs * (100 - this.throttlePercent)) / this.throttlePercent;
+      const restStartedMs = performance.now();
       await sleepUnlessAborted(restMs, this.signal);
+      this.restMs += performance.now() - restStartedMs;
     } else {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

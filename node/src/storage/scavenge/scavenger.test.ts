@@ -173,6 +173,25 @@ describe('scavenge lifecycle', () => {
     expect(await allFor(db, 'x')).toEqual([Number.MAX_SAFE_INTEGER]);
   });
 
+  it('throttlePercent 50 rests about as long as it works; 100 never rests', async () => {
+    const pacing: Record<number, { activeMs: number; restMs: number }> = {};
+    for (const throttlePercent of [100, 50]) {
+      const dir = tempDir();
+      const { log, lines } = capturingLog();
+      const db = await open(dir, { disableScavengeMerging: true }, { log });
+      await fill(db, 'x', 400);
+      await db.deleteStream('x', -2, true);
+      expect((await scavenge(db, { throttlePercent })).outcome.result).toBe('Success');
+      const line = lines.find((l) => l['msg'] === 'scavenge pacing')!;
+      pacing[throttlePercent] = { activeMs: line['activeMs'] as number, restMs: line['restMs'] as number };
+    }
+    expect(pacing[100]!.restMs).toBe(0);
+    expect(pacing[50]!.activeMs).toBeGreaterThan(20);
+    // Timers may fire late, never early: the rest is at least the work, and not wildly more.
+    expect(pacing[50]!.restMs).toBeGreaterThanOrEqual(pacing[50]!.activeMs * 0.9);
+    expect(pacing[50]!.restMs).toBeLessThan(pacing[50]!.activeMs * 2 + 200);
+  });
+
   it('refuses a second concurrent scavenge', async () => {
     const dir = tempDir();
     const db = await open(dir);

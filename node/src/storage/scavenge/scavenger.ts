@@ -89,8 +89,19 @@ async function begin(access: ScavengeAccess, state: ScavengeState, options: Scav
 async function runStages(
   access: ScavengeAccess, state: ScavengeState, checkpoint: ScavengeCheckpoint, options: ScavengeRunOptions, log: Logger, totals: ExecutionTotals,
 ): Promise<void> {
-  const point = checkpoint.scavengePoint;
   const pacer = new ScavengePacer(options.signal, options.params.throttlePercent);
+  try {
+    await runStagesPaced(access, state, checkpoint, options, log, totals, pacer);
+  } finally {
+    log.info({ activeMs: Math.round(pacer.activeMs), restMs: Math.round(pacer.restMs), throttlePercent: options.params.throttlePercent }, 'scavenge pacing');
+  }
+}
+
+async function runStagesPaced(
+  access: ScavengeAccess, state: ScavengeState, checkpoint: ScavengeCheckpoint, options: ScavengeRunOptions, log: Logger, totals: ExecutionTotals,
+  pacer: ScavengePacer,
+): Promise<void> {
+  const point = checkpoint.scavengePoint;
   const run = { scavengeId: options.scavengeId, listener: options.listener, threads: options.params.threads };
   const set = (c: ScavengeCheckpoint): void => {
     state.transaction(() => state.setCheckpoint(c));

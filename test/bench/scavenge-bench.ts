@@ -1,0 +1,155 @@
+/**
+ * Scavenge bench: builds a log of about BENCH_SCAVENGE_GB (default 2) GB in which about half
+ * of the bytes belong to hard-deleted streams, then, on copies of it:
+ *  - copies the chunk files (the machine's own speed for the same bytes, same run);
+ *  - starts a real node process and measures HTTP append latency with no scavenge;
+ *  - starts a scavenge (threads=1) through POST /admin/scavenge and measures append latency
+ *    while it runs, the scavenge's MB/s of chunk data processed and the node's peak RSS;
+ *  - optionally (BENCH_SCAVENGE_VARIANTS=1) threads=2 and throttlePercent=50 on fresh copies.
+ * Every load loop is bounded in time and count.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { openEngine } from '../../node/src/storage/event-db.js';
+import { startNode, ADMIN_AUTHORIZATION, type NodeProcess } from '../support/node-process.js';
+import { percentile, type BenchMetric, type BenchSection } from './bench-types.js';
+
+const GB = Number(process.env['BENCH_SCAVENGE_GB'] ?? 2);
+const EVENT_BYTES = 1024;
+
+function round(v: number, digits = 0): number {
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+async function buildLog(dir: string): Promise<void> {
+  const db = await openEngine({
+    dbPath: path.join(dir, 'db'), indexPath: path.join(dir, 'index'), memDb: false, chunkSizeBytes: 256 * 1024 * 1024,
+    maxMemTableSize: 1_000_000, maxEventSizeBytes: 4 << 20, streamExistenceFilterSizeBytes: 16 << 20, hashCollisionReadLimit: 100,
+  }, { log: pino({ level: 'warn' }), onFatal: (err) => { throw err; } });
+  const data = Buffer.from(JSON.stringify({ pad: 'x'.repeat(EVENT_BYTES - 12) }));
+  const targetBytes = GB * 1e9;
+  let written = 0;
+  let stream = 0;
+  const t0 = performance.now();
+  const writer = async (): Promise<void> => {
+    while (written < targetBytes && performance.now() - t0 < 900_000) {
+      const s = stream++;
+      const events = Array.from({ length: 100 }, () => ({ eventId: crypto.randomUUID(), eventType: 'Filler', data, metadata: Buffer.alloc(0), isJson: true }));
+      const r = await db.append(`s-${s}`, -1, events);
+      if (r.kind !== 'success') throw new Error(`fill failed: ${r.kind}`);
+      written += 100 * (EVENT_BYTES + 100);
+      if (s % 2 === 0) await db.deleteStream(`s-${s}`, -2, true);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, () => writer()));
+  await db.close();
+}
+
+function chunkBytes(dir: string): number {
+  const db = path.join(dir, 'db');
+  return fs.readdirSync(db).filter((f) => f.startsWith('chunk-')).reduce((n, f) => n + fs.statSync(path.join(db, f)).size, 0);
+}
+
+function copyChunks(from: string, to: string): number {
+  fs.mkdirSync(to, { recursive: true });
+  const t0 = performance.now();
+  for (const f of fs.readdirSync(from).filter((n) => n.startsWith('chunk-'))) fs.copyFileSync(path.join(from, f), path.join(to, f));
+  return performance.now() - t0;
+}
+
+function peakRssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+/** Appends one event at a time over 8 keep-alive connections until `until()` or the limits. */
+async function appendLatencies(node: NodeProcess, until: () => boolean, maxMs: number): Promise<number[]> {
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  const body = JSON.stringify([{ eventId: '', eventType: 'Probe', data: { pad: 'y'.repeat(200) } }]);
+  const loop = async (w: number): Promise<void> => {
+    while (!until() && performance.now() - t0 < maxMs && latencies.length < 200_000) {
+      const s = performance.now();
+      const res = await fetch(`${node.baseUrl}/streams/probe-${w}`, {
+        method: 'POST', body: body.replace('"eventId":""', `"eventId":"${crypto.randomUUID()}"`),
+        headers: { 'content-type': 'application/vnd.eventstore.events+json', authorization: ADMIN_AUTHORIZATION },
+      });
+      await res.arrayBuffer();
+      if (res.status !== 201) throw new Error(`append answered ${res.status}`);
+      latencies.push(performance.now() - s);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, (_, w) => loop(w)));
+  return latencies.sort((a, b) => a - b);
+}
+
+async function scavengeOnNode(dir: string, query: string, metrics: BenchMetric[], label: string, withBaseline: boolean): Promise<void> {
+  const bytesBefore = chunkBytes(dir);
+  const node = await startNode({ memDb: false, args: ['--db', path.join(dir, 'db'), '--index', path.join(dir, 'index')] });
+  try {
+    if (withBaseline) {
+      const idle = await appendLatencies(node, () => false, 5000);
+      metrics.push({ name: 'HTTP append p99, no scavenge (8 connections)', value: round(percentile(idle, 0.99), 2), unit: 'ms', lowerIsBetter: true });
+    }
+    const t0 = performance.now();
+    const res = await fetch(`${node.baseUrl}/admin/scavenge?${query}`, { method: 'POST', headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' } });
+    if (res.status !== 200) throw new Error(`scavenge start answered ${res.status}: ${await res.text()}`);
+    let done = false;
+    const poll = (async () => {
+      while (!done && performance.now() - t0 < 1_800_000) {
+        await new Promise((r) => setTimeout(r, 250));
+        const cur = await fetch(`${node.baseUrl}/admin/scavenge/current`, { headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' } });
+        const body = (await cur.json()) as { scavengeId?: string };
+        if (!body.scavengeId) done = true;
+      }
+    })();
+    const during = withBaseline ? await appendLatencies(node, () => done, 1_800_000) : [];
+    await poll;
+    const seconds = (performance.now() - t0) / 1000;
+    metrics.push({ name: `scavenge ${label}: chunk data processed`, value: round(bytesBefore / 1e6 / seconds, 1), unit: 'MB/s' });
+    metrics.push({ name: `scavenge ${label}: duration`, value: round(seconds, 1), unit: 's', lowerIsBetter: true });
+    metrics.push({ name: `scavenge ${label}: node peak RSS`, value: round(peakRssMb(node.child.pid!)), unit: 'MB', target: 300, lowerIsBetter: true });
+    metrics.push({ name: `scavenge ${label}: chunk bytes after / before`, value: round((100 * chunkBytes(dir)) / bytesBefore, 1), unit: '%' });
+    if (withBaseline) metrics.push({ name: `HTTP append p99 during scavenge ${label}`, value: round(percentile(during, 0.99), 2), unit: 'ms', lowerIsBetter: true });
+  } finally {
+    await node.stop();
+  }
+}
+
+export async function run(): Promise<BenchSection> {
+  const root = fs.mkdtempSync(path.join(process.env['BENCH_DIR'] ?? os.tmpdir(), 'edb-scavenge-bench-'));
+  const metrics: BenchMetric[] = [];
+  const notes: string[] = [];
+  try {
+    const template = path.join(root, 'template');
+    const t0 = performance.now();
+    await buildLog(template);
+    const bytes = chunkBytes(template);
+    notes.push(`log: ${round(bytes / 1e9, 2)} GB of chunks built in ${round((performance.now() - t0) / 1000)} s; half the streams hard-deleted`);
+    const copyMs = copyChunks(path.join(template, 'db'), path.join(root, 'copy-baseline'));
+    const copyMBps = bytes / 1e6 / (copyMs / 1000);
+    metrics.push({ name: 'copy the same chunk files (cp baseline)', value: round(copyMBps, 1), unit: 'MB/s' });
+    fs.rmSync(path.join(root, 'copy-baseline'), { recursive: true, force: true });
+    const first = path.join(root, 'run-1');
+    fs.cpSync(template, first, { recursive: true });
+    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1', true);
+    const s1 = metrics.find((m) => m.name === 'scavenge threads=1: chunk data processed');
+    if (s1) metrics.push({ name: 'scavenge threads=1 speed / copy speed', value: round((100 * s1.value) / copyMBps, 1), unit: '%', target: 50 });
+    fs.rmSync(first, { recursive: true, force: true });
+    if (process.env['BENCH_SCAVENGE_VARIANTS'] === '1') {
+      for (const [label, query] of [['threads=2', 'threads=2'], ['throttlePercent=50', 'throttlePercent=50']] as const) {
+        const dir = path.join(root, label);
+        fs.cpSync(template, dir, { recursive: true });
+        await scavengeOnNode(dir, query, metrics, label, false);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  return { name: 'scavenge', metrics, notes };
+}
