@@ -15,6 +15,7 @@ import {
   waitFor,
   waitPodGone,
   waitPodPhase,
+  waitPodReady,
 } from './helpers.js';
 
 // These tests check the local kubelet itself; on another cluster they do not apply.
@@ -56,6 +57,55 @@ describe.skipIf(!!ctx().skipReason || !ctx().local)('local kubelet pod lifecycle
     expect(p.status?.phase).toBe('Succeeded');
     expect(fs.existsSync(path.join(repo, name))).toBe(false);
   }, 60_000);
+
+  it('runs init containers to completion first; exec probes run inside the container', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'init' },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        initContainers: [
+          {
+            name: 'prepare',
+            image: IMAGE,
+            command: ['node', '-e', "require('fs').writeFileSync('/work/ready', 'yes')"],
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+          },
+        ],
+        containers: [
+          {
+            name: 'main',
+            image: IMAGE,
+            command: ['node', '-e', 'setInterval(() => {}, 1000)'],
+            volumeMounts: [{ name: 'work', mountPath: '/work' }],
+            readinessProbe: {
+              exec: { command: ['node', '-e', "process.exit(require('fs').readFileSync('/work/ready', 'utf8') === 'yes' ? 0 : 1)"] },
+              periodSeconds: 1,
+            },
+          },
+        ],
+        volumes: [{ name: 'work', emptyDir: {} }],
+      },
+    });
+    const p = await waitPodReady(ns(), 'init', 45_000);
+    expect(p.status?.initContainerStatuses?.[0]?.state?.terminated?.exitCode).toBe(0);
+    expect(p.status?.conditions?.find((c) => c.type === 'Initialized')?.status).toBe('True');
+
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'init-fails' },
+      spec: {
+        restartPolicy: 'Never',
+        initContainers: [{ name: 'bad', image: IMAGE, command: ['node', '-e', 'process.exit(7)'] }],
+        containers: [{ name: 'main', image: IMAGE, command: ['node', '-e', 'setInterval(() => {}, 1000)'] }],
+      },
+    });
+    const failed = await waitPodPhase(ns(), 'init-fails', ['Failed'], 30_000);
+    expect(failed.status?.initContainerStatuses?.[0]?.state?.terminated?.exitCode).toBe(7);
+    expect(failed.status?.containerStatuses?.[0]?.state?.running).toBeUndefined();
+  }, 90_000);
 
   it('restarts a crashing container with back-off', async () => {
     await create(`/api/v1/namespaces/${ns()}/pods`, {

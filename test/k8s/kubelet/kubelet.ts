@@ -6,7 +6,7 @@ import path from 'node:path';
 import net from 'node:net';
 import http from 'node:http';
 import https from 'node:https';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type {
   V1Container,
   V1EnvVar,
@@ -124,14 +124,18 @@ class ContainerRuntime {
   backoffMs = 0;
   exited?: Promise<void>;
   killing = false;
+  env: Record<string, string> = {};
   probes: { readiness: ProbeState; liveness: ProbeState; startup: ProbeState } = {
     readiness: { successes: 0, failures: 0, running: false },
     liveness: { successes: 0, failures: 0, running: false },
     startup: { successes: 0, failures: 0, running: false },
   };
 
-  constructor(readonly spec: V1Container) {
-    this.waiting = { reason: 'ContainerCreating' };
+  constructor(
+    readonly spec: V1Container,
+    readonly isInit = false,
+  ) {
+    this.waiting = { reason: isInit ? 'PodInitializing' : 'ContainerCreating' };
   }
 
   get running(): boolean {
@@ -145,6 +149,7 @@ class PodWorker {
   readonly name: string;
   readonly dir: string;
   containers = new Map<string, ContainerRuntime>();
+  inits: ContainerRuntime[] = [];
   phase = 'Pending';
   reason?: string;
   message?: string;
@@ -166,6 +171,7 @@ class PodWorker {
     this.name = pod.metadata?.name ?? '';
     this.dir = path.join(k.opts.stateDir, 'pods', `${this.ns}_${this.name}_${this.uid}`);
     for (const c of pod.spec?.containers ?? []) this.containers.set(c.name, new ContainerRuntime(c));
+    for (const c of pod.spec?.initContainers ?? []) this.inits.push(new ContainerRuntime(c, true));
   }
 
   log(msg: string): void {
@@ -194,19 +200,11 @@ class PodWorker {
       this.log(this.message);
       return;
     }
-    if ((this.pod.spec?.initContainers ?? []).length > 0) {
-      this.phase = 'Failed';
-      this.reason = 'UnsupportedInitContainers';
-      this.message = 'the local kubelet does not run init containers';
-      this.finished = true;
-      return;
-    }
     fs.mkdirSync(this.dir, { recursive: true });
     await this.syncVolumes();
     this.volumesReady = true;
     this.started = true;
-    this.phase = 'Running';
-    for (const c of this.containers.values()) c.nextStartMs = Date.now();
+    for (const c of [...this.inits, ...this.containers.values()]) c.nextStartMs = Date.now();
   }
 
   volumeDir(name: string): string {
@@ -350,7 +348,8 @@ class PodWorker {
     env.set('EVENTDB_K8S_POD_NAMESPACE', this.ns);
     env.set('EVENTDB_K8S_HOSTS_FILE', this.k.hostsFile);
     env.set('EVENTDB_K8S_STATE', path.dirname(this.k.opts.stateDir));
-    const preload = `--require=${path.join(this.k.opts.repo, 'test/k8s/kubelet/dns-preload.cjs')}`;
+    // the preload as the container sees it (/app is the repository); host paths may be hidden by mounts
+    const preload = `--require=${IMAGE_WORKDIR}/test/k8s/kubelet/dns-preload.cjs`;
     env.set('NODE_OPTIONS', [env.get('NODE_OPTIONS'), preload].filter(Boolean).join(' '));
     return env;
   }
@@ -411,23 +410,37 @@ class PodWorker {
     fs.rmSync(layer, { recursive: true, force: true });
     fs.mkdirSync(path.join(layer, 'upper'), { recursive: true });
     fs.mkdirSync(path.join(layer, 'work'), { recursive: true });
+    fs.mkdirSync(path.join(layer, 'stage'), { recursive: true });
     ensureHostPath(IMAGE_WORKDIR, true);
-    lines.push(
-      `mount -t overlay overlay -o ${shq(`lowerdir=${repo},upperdir=${layer}/upper,workdir=${layer}/work`)} ${IMAGE_WORKDIR}`,
-    );
-    const mounted: string[] = [IMAGE_WORKDIR];
-    for (const m of mounts) {
+    // Volume sources are first bind-mounted into a staging directory, so that a mountPath which hides a
+    // host directory (e.g. /work when the repository is /work/main) cannot hide the sources of later mounts.
+    const stage = path.join(layer, 'stage');
+    const plan: Array<{ staged: string; target: string; isDir: boolean; readOnly: boolean }> = [];
+    mounts.forEach((m, i) => {
       let src = this.volumeSource(m.name);
       if (m.subPath) src = path.join(src, m.subPath);
       if (m.subPath && !fs.existsSync(src)) fs.mkdirSync(src, { recursive: true });
       const isDir = !fs.existsSync(src) || fs.statSync(src).isDirectory();
-      const target = path.resolve(m.mountPath);
-      const nested = mounted.some((p) => target.startsWith(`${p}/`));
-      if (!nested) ensureHostPath(target, isDir);
-      else lines.push(isDir ? `mkdir -p ${shq(target)}` : `mkdir -p ${shq(path.dirname(target))}; touch ${shq(target)}`);
-      lines.push(`mount --bind ${shq(src)} ${shq(target)}`);
-      if (m.readOnly) lines.push(`mount -o remount,bind,ro ${shq(target)}`);
-      mounted.push(target);
+      const staged = path.join(stage, String(i));
+      if (isDir) fs.mkdirSync(staged);
+      else fs.writeFileSync(staged, '');
+      lines.push(`mount --bind ${shq(src)} ${shq(staged)}`);
+      plan.push({ staged, target: path.resolve(m.mountPath), isDir, readOnly: !!m.readOnly });
+    });
+    lines.push(
+      `mount -t overlay overlay -o ${shq(`lowerdir=${repo},upperdir=${layer}/upper,workdir=${layer}/work`)} ${IMAGE_WORKDIR}`,
+    );
+    // targets that would hide the staging directory go last
+    const hidesStage = (t: string): boolean => stage.startsWith(`${t}/`);
+    plan.sort((x, y) => Number(hidesStage(x.target)) - Number(hidesStage(y.target)));
+    const mounted: string[] = [IMAGE_WORKDIR];
+    for (const m of plan) {
+      const nested = mounted.some((p) => m.target.startsWith(`${p}/`));
+      if (!nested) ensureHostPath(m.target, m.isDir);
+      else lines.push(m.isDir ? `mkdir -p ${shq(m.target)}` : `mkdir -p ${shq(path.dirname(m.target))}; touch ${shq(m.target)}`);
+      lines.push(`mount --bind ${shq(m.staged)} ${shq(m.target)}`);
+      if (m.readOnly) lines.push(`mount -o remount,bind,ro ${shq(m.target)}`);
+      mounted.push(m.target);
     }
     if (created.length > 0) this.k.recordCreated(created);
     lines.push(`cd ${shq(cwd)}`);
@@ -449,6 +462,7 @@ class PodWorker {
     const startedAt = now();
     c.proc = proc;
     c.pid = proc.pid;
+    c.env = Object.fromEntries(env);
     c.startedAt = startedAt;
     c.startedMs = Date.now();
     c.waiting = undefined;
@@ -457,7 +471,7 @@ class PodWorker {
     c.started = !spec.startupProbe;
     c.killing = false;
     if (proc.pid) fs.writeFileSync(path.join(this.dir, `${spec.name}.pid`), String(proc.pid));
-    this.log(`started container ${spec.name} pid ${proc.pid ?? '?'}: ${argv.join(' ')}`);
+    this.log(`started ${c.isInit ? 'init ' : ''}container ${spec.name} pid ${proc.pid ?? '?'}: ${argv.join(' ')}`);
     c.exited = new Promise<void>((resolve) => {
       proc.on('error', (err) => {
         this.log(`container ${spec.name}: spawn error ${err.message}`);
@@ -481,7 +495,10 @@ class PodWorker {
         c.started = false;
         fs.rmSync(path.join(this.dir, `${spec.name}.pid`), { force: true });
         const restart =
-          !this.terminating && (this.restartPolicy === 'Always' || (this.restartPolicy === 'OnFailure' && exitCode !== 0));
+          !this.terminating &&
+          (c.isInit
+            ? exitCode !== 0 && this.restartPolicy !== 'Never'
+            : this.restartPolicy === 'Always' || (this.restartPolicy === 'OnFailure' && exitCode !== 0));
         if (restart) {
           c.lastTerminated = t;
           if (Date.now() - c.startedMs > BACKOFF_RESET_MS) c.backoffMs = 0;
@@ -496,7 +513,7 @@ class PodWorker {
         resolve();
       });
     });
-    this.startProbes(c);
+    if (!c.isInit) this.startProbes(c);
   }
 
   private startProbes(c: ContainerRuntime): void {
@@ -514,7 +531,7 @@ class PodWorker {
         st.running = true;
         let ok = false;
         try {
-          ok = await this.probe(spec, probe);
+          ok = await this.probe(c, probe);
         } catch {
           ok = false;
         } finally {
@@ -583,7 +600,8 @@ class PodWorker {
     return p.containerPort;
   }
 
-  private async probe(spec: V1Container, probe: V1Probe): Promise<boolean> {
+  private async probe(c: ContainerRuntime, probe: V1Probe): Promise<boolean> {
+    const spec = c.spec;
     const timeoutMs = Math.max(1, probe.timeoutSeconds ?? 1) * 1000;
     if (probe.httpGet) {
       const g = probe.httpGet;
@@ -626,14 +644,27 @@ class PodWorker {
         });
       });
     }
-    if (probe.exec?.command && probe.exec.command.length > 0) {
-      const cmd = probe.exec.command;
-      const res = spawnSync(cmd[0] === 'node' ? process.execPath : (cmd[0] ?? 'false'), cmd.slice(1), {
-        cwd: this.k.opts.repo,
-        timeout: timeoutMs,
-        stdio: 'ignore',
+    if (probe.exec?.command && probe.exec.command.length > 0 && c.pid) {
+      // inside the container's mount and UTS namespaces, with its environment
+      const cmd = probe.exec.command.map((a, i) => (i === 0 && a === 'node' ? process.execPath : a));
+      return await new Promise<boolean>((resolve) => {
+        const child = spawn('nsenter', ['--target', String(c.pid), '--mount', '--uts', '--', '/bin/sh', '-c', `cd ${shq(c.spec.workingDir ?? IMAGE_WORKDIR)} && exec "$@"`, 'probe', ...cmd], {
+          env: c.env,
+          stdio: 'ignore',
+        });
+        const t = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve(false);
+        }, timeoutMs);
+        child.on('error', () => {
+          clearTimeout(t);
+          resolve(false);
+        });
+        child.on('exit', (code) => {
+          clearTimeout(t);
+          resolve(code === 0);
+        });
       });
-      return res.status === 0;
     }
     return true;
   }
@@ -687,6 +718,25 @@ class PodWorker {
   /** Called every sync: (re)start containers that are due, update phase for finished pods. */
   async tick(): Promise<void> {
     if (!this.started || this.terminating || this.finished) return;
+    // init containers run one after the other, each to successful completion, before the others start
+    for (const ic of this.inits) {
+      if (ic.terminated?.exitCode === 0) continue;
+      if (ic.terminated) {
+        this.phase = 'Failed';
+        this.finished = true;
+        return;
+      }
+      if (!ic.proc && Date.now() >= ic.nextStartMs) {
+        try {
+          await this.startContainer(ic);
+        } catch (err) {
+          ic.waiting = { reason: 'CreateContainerError', message: (err as Error).message };
+          ic.nextStartMs = Date.now() + 5000;
+        }
+      }
+      return;
+    }
+    this.phase = 'Running';
     for (const c of this.containers.values()) {
       if (!c.proc && !c.terminated && Date.now() >= c.nextStartMs) {
         try {
@@ -707,20 +757,20 @@ class PodWorker {
 
   async terminate(grace: number): Promise<void> {
     this.terminating = true;
-    await Promise.all([...this.containers.values()].map((c) => this.killContainer(c, grace)));
+    await Promise.all([...this.inits, ...this.containers.values()].map((c) => this.killContainer(c, grace)));
     for (const c of this.containers.values()) this.stopProbes(c);
   }
 
   cleanup(): void {
     for (const v of this.pod.spec?.volumes ?? []) forgetVolume(this.volumeDir(v.name));
-    for (const c of this.containers.values()) {
+    for (const c of [...this.inits, ...this.containers.values()]) {
       fs.rmSync(path.join(this.k.scratchDir, `${this.uid}_${c.spec.name}`), { recursive: true, force: true });
     }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
   status(): Json {
-    const containerStatuses = [...this.containers.values()].map((c) => {
+    const toStatus = (c: ContainerRuntime): Json => {
       let state: Json;
       if (c.proc && c.startedAt) state = { running: { startedAt: c.startedAt } };
       else if (c.terminated) state = { terminated: c.terminated };
@@ -736,8 +786,11 @@ class PodWorker {
       };
       if (c.pid) s['containerID'] = `eventdb-local://${c.pid}`;
       if (c.lastTerminated) s['lastState'] = { terminated: c.lastTerminated };
+      if (c.isInit) s['ready'] = c.terminated?.exitCode === 0;
       return s;
-    });
+    };
+    const containerStatuses = [...this.containers.values()].map(toStatus);
+    const initialized = this.inits.every((c) => c.terminated?.exitCode === 0);
     const allReady = containerStatuses.length > 0 && containerStatuses.every((s) => s['ready'] === true);
     const t = now();
     const cond = (type: string, ok: boolean, reason?: string): Json => ({
@@ -754,12 +807,13 @@ class PodWorker {
       qosClass: 'BestEffort',
       conditions: [
         cond('PodReadyToStartContainers', this.volumesReady),
-        cond('Initialized', true),
+        cond('Initialized', initialized, 'ContainersNotInitialized'),
         cond('Ready', allReady && this.phase === 'Running', 'ContainersNotReady'),
         cond('ContainersReady', allReady, 'ContainersNotReady'),
         cond('PodScheduled', true),
       ],
       containerStatuses,
+      ...(this.inits.length > 0 ? { initContainerStatuses: this.inits.map(toStatus) } : {}),
     };
     if (this.started) {
       st['podIP'] = this.ip;
@@ -779,7 +833,7 @@ export class Kubelet {
   private stopped = false;
   private loopDone?: Promise<void>;
   private lastHosts = '';
-  private services: Array<{ ns: string; name: string; selector: Record<string, string>; publishNotReady: boolean }> = [];
+  private services: Array<{ ns: string; name: string; selector: Record<string, string>; publishNotReady: boolean; headless: boolean }> = [];
   private syncCount = 0;
   readonly hostsFile: string;
 
@@ -1236,12 +1290,13 @@ export class Kubelet {
       }>;
     }>('/api/v1/services');
     this.services = (list?.items ?? [])
-      .filter((s) => s.spec?.clusterIP === 'None' && s.spec.selector && Object.keys(s.spec.selector).length > 0)
+      .filter((s) => s.spec?.selector && Object.keys(s.spec.selector).length > 0)
       .map((s) => ({
         ns: s.metadata?.namespace ?? '',
         name: s.metadata?.name ?? '',
         selector: s.spec?.selector ?? {},
         publishNotReady: !!s.spec?.publishNotReadyAddresses,
+        headless: s.spec?.clusterIP === 'None',
       }));
   }
 
@@ -1250,6 +1305,7 @@ export class Kubelet {
     const lines: string[] = [];
     if (!remove) {
       // Records as cluster DNS serves them from EndpointSlices of headless Services: the Service name
+      // (ClusterIP Services are not proxied here: their name resolves to the pods directly, too)
       // resolves to the selected pods, and <hostname>.<service> to a selected pod whose subdomain is the
       // Service; not-ready pods count only with publishNotReadyAddresses.
       for (const svc of this.services) {
@@ -1260,7 +1316,7 @@ export class Kubelet {
           if (!svc.publishNotReady && !w.isReady()) continue;
           lines.push(`${w.ip} ${svc.name}.${svc.ns}.svc.cluster.local ${svc.name}.${svc.ns}.svc`);
           const hn = w.pod.spec?.hostname;
-          if (hn && w.pod.spec?.subdomain === svc.name) {
+          if (svc.headless && hn && w.pod.spec?.subdomain === svc.name) {
             lines.push(`${w.ip} ${hn}.${svc.name}.${svc.ns}.svc.cluster.local ${hn}.${svc.name}.${svc.ns}.svc`);
           }
         }
