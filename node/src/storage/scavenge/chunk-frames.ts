@@ -9,7 +9,7 @@ import { RECORD_FRAME_OVERHEAD_BYTES } from '../limits.js';
 import { crc32 } from 'node:zlib';
 import { FatalError } from '../../errors.js';
 
-const BLOCK_BYTES = 4 * 1024 * 1024;
+const BLOCK_BYTES = 1024 * 1024;
 
 export type FrameVisitor = (frame: Buffer, logPosition: number, payload: Buffer) => void | Promise<void>;
 

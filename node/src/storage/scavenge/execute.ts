@@ -10,6 +10,8 @@ import { isMetastream } from '../stream-metadata.js';
 import { ScavengedChunkWriter } from '../chunk/chunk-writer.js';
 import type { Chunk } from '../chunk/chunk.js';
 import { forEachFrame } from './chunk-frames.js';
+import type { BlockFile } from '../../platform/block-file.js';
+import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
 import type { MetastreamData, OriginalStreamData, ScavengeListener, ScavengePoint, ScavengeState } from './scavenge-types.js';
 
@@ -73,6 +75,19 @@ export async function executeChunks(
   pacer: ScavengePacer, totals: ExecutionTotals,
 ): Promise<void> {
   const rules = loadDiscardRules(state, point);
+  const pool = run.threads > 1 ? await ChunkRewritePool.start(run.threads, rules, access) : undefined;
+  try {
+    await executeChunksWith(access, state, point, { ...run, pool }, pacer, totals, rules);
+  } finally {
+    await pool?.close();
+  }
+}
+
+async function executeChunksWith(
+  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint,
+  run: { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; pool: ChunkRewritePool | undefined },
+  pacer: ScavengePacer, totals: ExecutionTotals, rules: DiscardRules,
+): Promise<void> {
   const todo = chunksInScope(access, point).filter((c) => run.doneLogicalChunkNumber === null || c.header.chunkStartNumber > run.doneLogicalChunkNumber);
   const done = new Set<number>();
   let next = 0;
@@ -99,7 +114,7 @@ export async function executeChunks(
 
 async function executeOne(
   access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, chunk: Chunk, rules: DiscardRules,
-  run: { scavengeId: string; listener: ScavengeListener }, pacer: ScavengePacer, totals: ExecutionTotals,
+  run: { scavengeId: string; listener: ScavengeListener; pool: ChunkRewritePool | undefined }, pacer: ScavengePacer, totals: ExecutionTotals,
 ): Promise<void> {
   const startedMs = performance.now();
   const weight = chunkWeight(state, chunk);
@@ -109,26 +124,9 @@ async function executeOne(
     return;
   }
   const tempName = `${randomUUID()}.scavenge.tmp`;
-  const writer = new ScavengedChunkWriter(access.registry.storage.create(tempName), access.chunkSizeBytes, range.chunkStartNumber, range.chunkEndNumber);
-  await writer.begin();
-  let kept = 0;
-  let removed = 0;
-  const keptPerTransaction = new Map<number, number>();
-  await forEachFrame(chunk, async (frame, logPosition, payload) => {
-    const type = payload.readUInt8(0);
-    if (type === RecordType.Prepare) {
-      const h = decodePrepareHeader(payload);
-      const drop = isDiscarded(rules, h.stream, h.eventNumber, h.timestampMs);
-      keptPerTransaction.set(h.transactionPosition, (keptPerTransaction.get(h.transactionPosition) ?? 0) + (drop ? 0 : 1));
-      if (drop) { removed++; return; }
-    } else if (type === RecordType.Commit) {
-      const kept = keptPerTransaction.get(commitTransactionPosition(payload));
-      if (kept === 0) return; // every event of this write is gone: its commit record goes too
-    }
-    kept++;
-    await writer.add(frame, logPosition);
-  }, () => pacer.yieldNow());
-  await writer.finish(chunk.logicalDataEndPosition - chunk.startPosition);
+  const { kept, removed } = run.pool
+    ? await run.pool.rewrite(chunk, tempName)
+    : await rewriteChunk(chunk, access.registry.storage.create(tempName), access.chunkSizeBytes, rules, () => pacer.yieldNow());
   const swapped = await access.registry.swapIn(tempName);
   const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
   state.transaction(() => {
@@ -144,6 +142,37 @@ async function executeOne(
 }
 
 /**
+ * Copies the records of `chunk` that this scavenge keeps into a new scavenged chunk file.
+ * A commit record goes too when every event of its write was removed. Shared by the in-thread
+ * path and the worker threads (execute-worker.ts).
+ */
+export async function rewriteChunk(
+  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
+): Promise<{ kept: number; removed: number }> {
+  const writer = new ScavengedChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, chunk.header.chunkEndNumber);
+  await writer.begin();
+  let kept = 0;
+  let removed = 0;
+  const keptPerTransaction = new Map<number, number>();
+  await forEachFrame(chunk, async (frame, logPosition, payload) => {
+    const type = payload.readUInt8(0);
+    if (type === RecordType.Prepare) {
+      const h = decodePrepareHeader(payload);
+      const drop = isDiscarded(rules, h.stream, h.eventNumber, h.timestampMs);
+      keptPerTransaction.set(h.transactionPosition, (keptPerTransaction.get(h.transactionPosition) ?? 0) + (drop ? 0 : 1));
+      if (drop) { removed++; return; }
+    } else if (type === RecordType.Commit) {
+      if (keptPerTransaction.get(commitTransactionPosition(payload)) === 0) return; // its whole write is gone
+    }
+    kept++;
+    await writer.add(frame, logPosition);
+  }, between);
+  await writer.finish(chunk.logicalDataEndPosition - chunk.startPosition);
+  await file.close();
+  return { kept, removed };
+}
+
+/**
  * Merges runs of neighbouring completed chunks whose data together fits one chunk, so many small
  * scavenged chunks become one file.
  */
@@ -155,12 +184,14 @@ export async function mergeChunks(
     const first = group[0]!;
     const last = group[group.length - 1]!;
     const tempName = `${randomUUID()}.merge.scavenge.tmp`;
-    const writer = new ScavengedChunkWriter(access.registry.storage.create(tempName), access.chunkSizeBytes, first.header.chunkStartNumber, last.header.chunkEndNumber);
+    const file = access.registry.storage.create(tempName);
+    const writer = new ScavengedChunkWriter(file, access.chunkSizeBytes, first.header.chunkStartNumber, last.header.chunkEndNumber);
     await writer.begin();
     for (const chunk of group) {
       await forEachFrame(chunk, (frame, logPosition) => writer.add(frame, logPosition), () => pacer.yieldNow());
     }
     await writer.finish(last.logicalDataEndPosition - first.startPosition);
+    await file.close();
     const swapped = await access.registry.swapIn(tempName);
     const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
     totals.spaceSavedBytes += spaceSavedBytes;

@@ -1,0 +1,76 @@
+/**
+ * Worker threads for chunk execution (`threads` > 1): each worker rewrites whole chunks
+ * (read, verify, filter, write, fsync) in parallel with the others and with the main thread,
+ * which keeps the swaps, the state and the acknowledgements. Only for on-disk databases, and
+ * only when the compiled worker module exists (tests that run the TypeScript sources directly
+ * fall back to in-thread execution).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Chunk } from '../chunk/chunk.js';
+import { DirectoryChunkStorage } from '../chunk/chunk-storage.js';
+import type { DiscardRules } from './execute.js';
+import type { ScavengeAccess } from './scavenge-access.js';
+
+export interface RewriteTask {
+  readonly id: number;
+  readonly chunkPath: string;
+  readonly tempPath: string;
+}
+
+export type RewriteReply = { readonly id: number; readonly kept: number; readonly removed: number } | { readonly id: number; readonly error: string };
+
+const WORKER_FILE = fileURLToPath(new URL('./execute-worker.js', import.meta.url));
+
+export class ChunkRewritePool {
+  private readonly idle: Worker[] = [];
+  private readonly waiting: ((w: Worker) => void)[] = [];
+  private readonly pending = new Map<number, { resolve: (r: { kept: number; removed: number }) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+
+  private constructor(private readonly workers: Worker[], private readonly dir: string) {
+    for (const w of workers) {
+      this.idle.push(w);
+      w.on('message', (reply: RewriteReply) => this.onReply(w, reply));
+      w.on('error', (err) => { for (const p of this.pending.values()) p.reject(err); this.pending.clear(); });
+    }
+  }
+
+  /** Starts `threads` workers, or returns undefined when workers cannot be used here. */
+  static async start(threads: number, rules: DiscardRules, access: ScavengeAccess): Promise<ChunkRewritePool | undefined> {
+    const storage = access.registry.storage;
+    if (!(storage instanceof DirectoryChunkStorage) || !fs.existsSync(WORKER_FILE)) return undefined;
+    const workerData = {
+      chunkSizeBytes: access.chunkSizeBytes,
+      originals: [...rules.originals.values()], metas: [...rules.metas.values()], effectiveNowMs: rules.effectiveNowMs,
+    };
+    const workers = Array.from({ length: threads }, () => new Worker(WORKER_FILE, { workerData }));
+    access.log.info({ threads }, 'chunk execution on worker threads');
+    return new ChunkRewritePool(workers, storage.dir);
+  }
+
+  async rewrite(chunk: Chunk, tempName: string): Promise<{ kept: number; removed: number }> {
+    const worker = this.idle.pop() ?? (await new Promise<Worker>((resolve) => this.waiting.push(resolve)));
+    const id = this.nextId++;
+    const task: RewriteTask = { id, chunkPath: chunk.file.path, tempPath: path.join(this.dir, tempName) };
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage(task);
+    });
+  }
+
+  private onReply(worker: Worker, reply: RewriteReply): void {
+    const p = this.pending.get(reply.id);
+    this.pending.delete(reply.id);
+    const next = this.waiting.shift();
+    if (next) next(worker); else this.idle.push(worker);
+    if (!p) return;
+    if ('error' in reply) p.reject(new Error(reply.error)); else p.resolve({ kept: reply.kept, removed: reply.removed });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
