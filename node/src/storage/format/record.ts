@@ -172,6 +172,17 @@ export type FrameResult =
  * no record was written there. Anything else that does not check out is reported as torn.
  */
 export function decodeFrame(buf: Buffer, offset: number, limit: number, expectedLogPosition: number): FrameResult {
+  const checked = checkFrame(buf, offset, limit);
+  if (checked.kind !== 'payload') return checked;
+  const record = decodePayload(checked.payload);
+  if (record.logPosition !== expectedLogPosition) return misplaced(record.logPosition, expectedLogPosition);
+  return { kind: 'record', record, frameSizeBytes: checked.frameSizeBytes };
+}
+
+/** Checks a frame's lengths and checksum; returns its payload without decoding it. */
+function checkFrame(buf: Buffer, offset: number, limit: number):
+  | { readonly kind: 'payload'; readonly payload: Buffer; readonly frameSizeBytes: number }
+  | { readonly kind: 'end' } | { readonly kind: 'torn'; readonly reason: string } {
   if (offset + 4 > limit) return { kind: 'end' };
   const payloadBytes = buf.readUInt32LE(offset);
   if (payloadBytes === 0) return { kind: 'end' };
@@ -181,11 +192,11 @@ export function decodeFrame(buf: Buffer, offset: number, limit: number, expected
   const payload = buf.subarray(offset + 8, offset + 8 + payloadBytes);
   if (crc32(payload) !== buf.readUInt32LE(offset + 4)) return { kind: 'torn', reason: 'checksum mismatch' };
   if (buf.readUInt32LE(offset + 8 + payloadBytes) !== payloadBytes) return { kind: 'torn', reason: 'trailing length mismatch' };
-  const record = decodePayload(payload);
-  if (record.logPosition !== expectedLogPosition) {
-    return { kind: 'torn', reason: `record says position ${record.logPosition}, found at ${expectedLogPosition}` };
-  }
-  return { kind: 'record', record, frameSizeBytes: payloadBytes + RECORD_FRAME_OVERHEAD_BYTES };
+  return { kind: 'payload', payload, frameSizeBytes: payloadBytes + RECORD_FRAME_OVERHEAD_BYTES };
+}
+
+function misplaced(found: number, expected: number): { readonly kind: 'torn'; readonly reason: string } {
+  return { kind: 'torn', reason: `record says position ${found}, found at ${expected}` };
 }
 
 /** Decodes a checked payload. Buffers in the result are copies, safe to keep. */
@@ -265,20 +276,11 @@ export function decodeIndexFields(payload: Buffer): IndexFields {
 export function decodeFrameIndexFields(buf: Buffer, offset: number, limit: number, expectedLogPosition: number):
   | { readonly kind: 'record'; readonly fields: IndexFields; readonly frameSizeBytes: number }
   | { readonly kind: 'end' } | { readonly kind: 'torn'; readonly reason: string } {
-  if (offset + 4 > limit) return { kind: 'end' };
-  const payloadBytes = buf.readUInt32LE(offset);
-  if (payloadBytes === 0) return { kind: 'end' };
-  if (payloadBytes > RECORD_SIZE_BYTES_MAX || offset + payloadBytes + RECORD_FRAME_OVERHEAD_BYTES > limit) {
-    return { kind: 'torn', reason: `frame length ${payloadBytes} runs past the written data` };
-  }
-  const payload = buf.subarray(offset + 8, offset + 8 + payloadBytes);
-  if (crc32(payload) !== buf.readUInt32LE(offset + 4)) return { kind: 'torn', reason: 'checksum mismatch' };
-  if (buf.readUInt32LE(offset + 8 + payloadBytes) !== payloadBytes) return { kind: 'torn', reason: 'trailing length mismatch' };
-  const fields = decodeIndexFields(payload);
-  if (fields.logPosition !== expectedLogPosition) {
-    return { kind: 'torn', reason: `record says position ${fields.logPosition}, found at ${expectedLogPosition}` };
-  }
-  return { kind: 'record', fields, frameSizeBytes: payloadBytes + RECORD_FRAME_OVERHEAD_BYTES };
+  const checked = checkFrame(buf, offset, limit);
+  if (checked.kind !== 'payload') return checked;
+  const fields = decodeIndexFields(checked.payload);
+  if (fields.logPosition !== expectedLogPosition) return misplaced(fields.logPosition, expectedLogPosition);
+  return { kind: 'record', fields, frameSizeBytes: checked.frameSizeBytes };
 }
 
 /** The fixed fields of a prepare payload, read without decoding data (scavenge decisions). */
