@@ -114,6 +114,8 @@ describe.skipIf(!!ctx().skipReason)('statefulset of eventdb nodes', () => {
          })().then(() => process.exit(0), (e) => { console.error(String(e), String(e && e.cause)); process.exit(1); });`,
         {
           URLS: JSON.stringify([
+            // every node answers /info on its pod IP (from inside the cluster: works on any cluster)
+            ...ips.map((ip) => `http://${ip}:2113/info`),
             'http://eventdb-1.eventdb:2113/info',
             `http://eventdb-0.eventdb.${ns}:2113/info`,
             `http://eventdb-2.eventdb.${ns}.svc:2113/info`,
