@@ -26,10 +26,16 @@ async function open(dir: string, overrides: Partial<EventDbOptions> = {}): Promi
   return openEngine(options(dir, overrides), { log, onFatal: (err) => { throw err; } });
 }
 
+const bodies = new Map<number, Buffer>();
+
+/** An event of about `sizeBytes` of JSON data; the body is built once per size, ids are fresh. */
 function makeEvent(sizeBytes: number, n: number): NewEvent {
-  const body = JSON.stringify({ orderId: n, customer: 'c-' + (n % 1000), amount: n % 977, note: '' });
-  const pad = Math.max(0, sizeBytes - body.length);
-  const data = Buffer.from(JSON.stringify({ orderId: n, customer: 'c-' + (n % 1000), amount: n % 977, note: 'x'.repeat(Math.max(0, pad - 2)) }));
+  let data = bodies.get(sizeBytes);
+  if (!data) {
+    const body = JSON.stringify({ orderId: n, customer: 'c-1', amount: 977, note: '' });
+    data = Buffer.from(JSON.stringify({ orderId: n, customer: 'c-1', amount: 977, note: 'x'.repeat(Math.max(0, sizeBytes - body.length - 2)) }));
+    bodies.set(sizeBytes, data);
+  }
   return { eventId: crypto.randomUUID(), eventType: 'OrderPlaced', data, metadata: Buffer.alloc(0), isJson: true };
 }
 
