@@ -17,16 +17,35 @@ export function readInt64(buf: Buffer, offset: number): number {
   return high * TWO_POW_32 + low;
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Value of a hex digit's char code, or -1. */
+function hexValue(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48; // 0-9
+  if (code >= 97 && code <= 102) return code - 87; // a-f
+  if (code >= 65 && code <= 70) return code - 55; // A-F
+  return -1;
+}
 
+function isDashAt(i: number): boolean {
+  return i === 8 || i === 13 || i === 18 || i === 23;
+}
+
+/** True for the canonical 8-4-4-4-12 hex form (either case). A loop: no regex on the hot path. */
 export function isUuid(text: string): boolean {
-  return UUID_RE.test(text);
+  if (text.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const code = text.charCodeAt(i);
+    if (isDashAt(i) ? code !== 45 : hexValue(code) < 0) return false;
+  }
+  return true;
 }
 
 /** Writes the 16 bytes of a canonical UUID string (RFC 4122 byte order). */
 export function writeUuid(buf: Buffer, uuid: string, offset: number): void {
-  const hex = uuid.replace(/-/g, '');
-  buf.write(hex, offset, 16, 'hex');
+  let out = offset;
+  for (let i = 0; i < 36; i += 2) {
+    if (isDashAt(i)) i++;
+    buf[out++] = (hexValue(uuid.charCodeAt(i)) << 4) | hexValue(uuid.charCodeAt(i + 1));
+  }
 }
 
 export function readUuid(buf: Buffer, offset: number): string {

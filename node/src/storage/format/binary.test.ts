@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { isUuid, readInt64, readUuid, writeInt64, writeUuid } from './binary.js';
+
+describe('binary helpers', () => {
+  it('round-trip UUIDs in either case and reject malformed ones', () => {
+    for (let i = 0; i < 200; i++) {
+      const id = crypto.randomUUID();
+      const buf = Buffer.alloc(20);
+      writeUuid(buf, id.toUpperCase(), 2);
+      expect(readUuid(buf, 2)).toBe(id);
+      expect(buf.toString('hex', 2, 18)).toBe(id.replace(/-/g, ''));
+      expect(isUuid(id) && isUuid(id.toUpperCase())).toBe(true);
+    }
+    for (const bad of ['', 'nope', '0f8fad5b-d9cb-469f-a165-70867728950', '0f8fad5b-d9cb-469f-a165-70867728950g',
+      '0f8fad5bd-9cb-469f-a165-70867728950e', '0f8fad5b-d9cb-469f-a165-70867728950e0', '{0f8fad5b-d9cb-469f-a165-70867728950e}']) {
+      expect(isUuid(bad), bad).toBe(false);
+    }
+  });
+
+  it('round-trip 53-bit and negative int64 values', () => {
+    const buf = Buffer.alloc(8);
+    for (const v of [0, 1, -1, 2 ** 32, 2 ** 32 + 5, Number.MAX_SAFE_INTEGER, -(2 ** 40) - 3]) {
+      writeInt64(buf, v, 0);
+      expect(readInt64(buf, 0)).toBe(v);
+    }
+  });
+});
