@@ -107,6 +107,37 @@ describe.skipIf(!!ctx().skipReason || !ctx().local)('local kubelet pod lifecycle
     expect(failed.status?.containerStatuses?.[0]?.state?.running).toBeUndefined();
   }, 90_000);
 
+  it('runs the preStop hook before SIGTERM on deletion', async () => {
+    await create(`/api/v1/namespaces/${ns()}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'prestop' },
+      spec: {
+        terminationGracePeriodSeconds: 20,
+        containers: [
+          {
+            name: 'app',
+            image: IMAGE,
+            command: ['node', '-e', "process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1000)"],
+            lifecycle: { preStop: { exec: { command: ['node', '-e', 'setTimeout(() => {}, 2000)'] } } },
+          },
+        ],
+      },
+    });
+    const running = await waitFor('prestop running', async () => {
+      const cur = await getPod(ns(), 'prestop');
+      return cur?.status?.containerStatuses?.[0]?.state?.running ? cur : undefined;
+    }, 30_000);
+    const pid = containerPid(running) ?? -1;
+    const t0 = Date.now();
+    await api().call('DELETE', `/api/v1/namespaces/${ns()}/pods/prestop`);
+    await waitPodGone(ns(), 'prestop', 30_000);
+    const elapsed = Date.now() - t0;
+    expect(elapsed).toBeGreaterThanOrEqual(2000); // the hook ran (2 s) before the process got SIGTERM
+    expect(elapsed).toBeLessThan(15_000); // and the process then stopped on SIGTERM, not by SIGKILL at 20 s
+    expect(processAlive(pid)).toBe(false);
+  }, 60_000);
+
   it('restarts a crashing container with back-off', async () => {
     await create(`/api/v1/namespaces/${ns()}/pods`, {
       apiVersion: 'v1',

@@ -687,6 +687,20 @@ class PodWorker {
     if (!proc || !pid) return;
     c.killing = true;
     const exited = c.exited ?? Promise.resolve();
+    const deadline = Date.now() + grace * 1000;
+    const preStop = c.isInit ? undefined : c.spec.lifecycle?.preStop;
+    if (preStop) {
+      // the preStop hook runs first, within the grace period
+      const hook = preStop.sleep
+        ? sleep(preStop.sleep.seconds * 1000)
+        : this.probe(c, {
+            exec: preStop.exec,
+            httpGet: preStop.httpGet,
+            tcpSocket: preStop.tcpSocket,
+            timeoutSeconds: Math.max(1, grace),
+          } as V1Probe).catch(() => false);
+      await Promise.race([hook, exited, sleep(Math.max(0, deadline - Date.now()))]);
+    }
     try {
       process.kill(-pid, 'SIGTERM');
     } catch {
@@ -696,7 +710,6 @@ class PodWorker {
         /* already gone */
       }
     }
-    const deadline = Date.now() + grace * 1000;
     const done = await Promise.race([exited.then(() => true), sleep(Math.max(0, deadline - Date.now())).then(() => false)]);
     if (!done) {
       this.log(`container ${c.spec.name} did not stop within ${grace}s; SIGKILL`);
@@ -1195,8 +1208,12 @@ export class Kubelet {
         }
         if (terminal) continue;
         const known = pod.status?.podIP;
-        const ip = known && /^127\.0\.\d+\.\d+$/.test(known) && !this.usedIPs.has(known) ? known : this.allocateIP();
-        this.usedIPs.add(ip);
+        const ip = pod.spec?.hostNetwork
+          ? '127.0.0.1'
+          : known && /^127\.0\.\d+\.\d+$/.test(known) && !this.usedIPs.has(known)
+            ? known
+            : this.allocateIP();
+        if (ip !== '127.0.0.1') this.usedIPs.add(ip);
         w = new PodWorker(this, pod, ip);
         this.workers.set(uid, w);
         try {
