@@ -195,6 +195,27 @@ describe('durability and recovery', () => {
     expect(all.events.filter((e) => e.stream.startsWith('s-')).length).toBe(300);
   });
 
+  it('preallocates the next chunk while one fills, and leaves exact files behind', async () => {
+    const dir = tempDir();
+    const options = engineOptions(dir, { chunkSizeBytes: 16 * 1024 });
+    const db = await openTestEngine(options);
+    for (let i = 0; i < 80; i++) await db.append('p', -2, [jsonEvent({ i, pad: 'z'.repeat(300) })]);
+    const files = (): Record<string, number> => Object.fromEntries(fs.readdirSync(options.dbPath)
+      .filter((f) => f.startsWith('chunk-')).map((f) => [f, fs.statSync(path.join(options.dbPath, f)).size]));
+    const live = files();
+    const active = Object.keys(live).filter((f) => !f.endsWith('.tmp')).sort().pop()!;
+    expect(live[active]).toBe(128 + 16 * 1024); // the active chunk was preallocated in full
+    expect(Object.keys(live).some((f) => f.endsWith('.prealloc.tmp'))).toBe(true);
+    await db.close();
+    const closed = files();
+    expect(Object.keys(closed).some((f) => f.endsWith('.tmp'))).toBe(false);
+    expect(closed[active]).toBeLessThan(128 + 16 * 1024); // trimmed to its data at clean close
+    const reopened = await openTestEngine(options);
+    engines.push(reopened);
+    expect(((await readNumbers(reopened, 'p')) as number[]).length).toBe(80);
+    expect(await reopened.append('p', 79, [jsonEvent('after')])).toMatchObject({ kind: 'success', firstEventNumber: 80 });
+  });
+
   it('stops with an error naming the file when a completed chunk is corrupt', async () => {
     const dir = tempDir();
     const options = engineOptions(dir, { chunkSizeBytes: 4096 });

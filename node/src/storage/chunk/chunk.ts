@@ -227,9 +227,19 @@ export class Chunk {
     const footer: ChunkFooter = {
       isCompleted: true, physicalDataSizeBytes: this.dataSizeBytes, logicalDataSizeBytes: this.dataSizeBytes, mapCount: 0, dataCrc32: crc,
     };
-    await this.file.write(encodeChunkFooter(footer), CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    const footerOffset = CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes;
+    await this.file.write(encodeChunkFooter(footer), footerOffset);
+    // A preallocated file is cut to its exact size, so the footer ends the file.
+    if (this.file.sizeBytes() > footerOffset + CHUNK_FOOTER_SIZE_BYTES) await this.file.truncate(footerOffset + CHUNK_FOOTER_SIZE_BYTES);
     await syncOrDie(this.file);
     this.footer = footer;
+  }
+
+  /** Clean shutdown: cut the preallocated zeros after the data of the active chunk. */
+  async trimPreallocation(): Promise<void> {
+    if (this.isCompleted || this.file.sizeBytes() <= CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes) return;
+    await this.file.truncate(CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    await syncOrDie(this.file);
   }
 
   private computeDataCrc(): number {
