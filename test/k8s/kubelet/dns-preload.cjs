@@ -1,9 +1,10 @@
 'use strict';
 // Preloaded into every container process by the local kubelet (NODE_OPTIONS=--require=...).
 // Gives Node's dns.lookup the resolver behaviour a Pod has in Kubernetes: the search list
-// <ns>.svc.cluster.local svc.cluster.local cluster.local (ndots:5), answered from the pod records the
-// kubelet publishes (also in /etc/hosts). Names under cluster.local never leave the machine: an unknown
-// one fails with ENOTFOUND instead of going to the host's DNS server. Everything else is untouched.
+// <ns>.svc.cluster.local svc.cluster.local cluster.local (ndots:5), answered from the records the
+// kubelet publishes in /etc/hosts. No lookup leaves the machine: a name that is not there fails with
+// ENOTFOUND instead of going to the host's DNS server (EVENTDB_K8S_EXTERNAL_DNS=1 in the kubelet's
+// environment lets names outside cluster.local through to the system resolver).
 const dns = require('node:dns');
 const fs = require('node:fs');
 const net = require('node:net');
@@ -11,6 +12,7 @@ const net = require('node:net');
 const hostsFile = process.env.EVENTDB_K8S_HOSTS_FILE;
 const ns = process.env.EVENTDB_K8S_POD_NAMESPACE || 'default';
 const search = [`${ns}.svc.cluster.local`, 'svc.cluster.local', 'cluster.local'];
+const externalDns = process.env.EVENTDB_K8S_EXTERNAL_DNS === '1';
 let cache = { mtimeMs: -1, map: new Map() };
 
 function records() {
@@ -55,7 +57,15 @@ function resolveLocal(name) {
 
 function clusterName(name) {
   const n = name.toLowerCase().replace(/\.$/, '');
-  return n === 'cluster.local' || n.endsWith('.cluster.local');
+  // without external DNS every unknown name stays local
+  return !externalDns || n === 'cluster.local' || n.endsWith('.cluster.local');
+}
+
+function wantFamily(options) {
+  const f = options.family;
+  if (f === 4 || f === 'IPv4') return 4;
+  if (f === 6 || f === 'IPv6') return 6;
+  return 0;
 }
 
 const origLookup = dns.lookup;
@@ -66,15 +76,16 @@ function lookup(hostname, options, callback) {
   }
   if (typeof options === 'number') options = { family: options };
   options = options || {};
-  if (typeof hostname !== 'string' || net.isIP(hostname) || hostname === 'localhost' || !hostname) {
+  if (typeof hostname !== 'string' || net.isIP(hostname) || !hostname) {
     return origLookup.call(dns, hostname, options, callback);
   }
   const ips = resolveLocal(hostname);
-  if (ips && (options.family === undefined || options.family === 0 || options.family === 4 || options.family === 'IPv4')) {
-    const addrs = ips.map((address) => ({ address, family: 4 }));
+  const want = wantFamily(options);
+  const addrs = (ips || []).map((address) => ({ address, family: net.isIP(address) })).filter((a) => !want || a.family === want);
+  if (addrs.length > 0) {
     process.nextTick(() => {
       if (options.all) callback(null, addrs);
-      else callback(null, addrs[0].address, 4);
+      else callback(null, addrs[0].address, addrs[0].family);
     });
     return {};
   }
@@ -104,3 +115,66 @@ dns.promises.lookup = function promisesLookup(hostname, options) {
   }
   return origPromiseLookup.call(dns.promises, hostname, options);
 };
+
+// dns.resolve4 / resolve(name, 'A') (c-ares, normally straight to the DNS server): same answers for
+// cluster names, so DNS-based peer discovery works and never leaves the machine.
+function notFound(hostname, syscall) {
+  return Object.assign(new Error(`${syscall} ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', errno: undefined, syscall, hostname });
+}
+function localA(hostname, options) {
+  const ips = (resolveLocal(hostname) || []).filter((ip) => net.isIPv4(ip));
+  if (ips.length === 0) return undefined;
+  return options && options.ttl ? ips.map((address) => ({ address, ttl: 5 })) : ips.slice();
+}
+function wrapResolve4(orig) {
+  return function resolve4(hostname, options, callback) {
+    if (typeof options === 'function') {
+      callback = options;
+      options = {};
+    }
+    if (typeof hostname === 'string') {
+      const a = localA(hostname, options);
+      if (a) return void process.nextTick(() => callback(null, a));
+      if (clusterName(hostname)) return void process.nextTick(() => callback(notFound(hostname, 'queryA')));
+    }
+    return orig.call(this, hostname, options, callback);
+  };
+}
+function wrapResolve(orig) {
+  return function resolve(hostname, rrtype, callback) {
+    if (typeof rrtype === 'function') {
+      callback = rrtype;
+      rrtype = 'A';
+    }
+    if ((rrtype === undefined || rrtype === 'A') && typeof hostname === 'string' && (resolveLocal(hostname) || clusterName(hostname))) {
+      return wrapResolve4(() => undefined).call(this, hostname, {}, callback);
+    }
+    return orig.call(this, hostname, rrtype, callback);
+  };
+}
+function wrapPromise4(orig) {
+  return function resolve4(hostname, options) {
+    if (typeof hostname === 'string') {
+      const a = localA(hostname, options);
+      if (a) return Promise.resolve(a);
+      if (clusterName(hostname)) return Promise.reject(notFound(hostname, 'queryA'));
+    }
+    return orig.call(this, hostname, options);
+  };
+}
+function wrapPromiseResolve(orig) {
+  return function resolve(hostname, rrtype) {
+    if ((rrtype === undefined || rrtype === 'A') && typeof hostname === 'string' && (resolveLocal(hostname) || clusterName(hostname))) {
+      return wrapPromise4(() => Promise.reject(notFound(hostname, 'queryA'))).call(this, hostname, {});
+    }
+    return orig.call(this, hostname, rrtype);
+  };
+}
+dns.resolve4 = wrapResolve4(dns.resolve4);
+dns.resolve = wrapResolve(dns.resolve);
+dns.Resolver.prototype.resolve4 = wrapResolve4(dns.Resolver.prototype.resolve4);
+dns.Resolver.prototype.resolve = wrapResolve(dns.Resolver.prototype.resolve);
+dns.promises.resolve4 = wrapPromise4(dns.promises.resolve4);
+dns.promises.resolve = wrapPromiseResolve(dns.promises.resolve);
+dns.promises.Resolver.prototype.resolve4 = wrapPromise4(dns.promises.Resolver.prototype.resolve4);
+dns.promises.Resolver.prototype.resolve = wrapPromiseResolve(dns.promises.Resolver.prototype.resolve);

@@ -348,6 +348,7 @@ class PodWorker {
     env.set('EVENTDB_K8S_POD_NAMESPACE', this.ns);
     env.set('EVENTDB_K8S_HOSTS_FILE', this.k.hostsFile);
     env.set('EVENTDB_K8S_STATE', path.dirname(this.k.opts.stateDir));
+    if (process.env['EVENTDB_K8S_EXTERNAL_DNS'] === '1') env.set('EVENTDB_K8S_EXTERNAL_DNS', '1');
     // the preload as the container sees it (/app is the repository); host paths may be hidden by mounts
     const preload = `--require=${IMAGE_WORKDIR}/test/k8s/kubelet/dns-preload.cjs`;
     env.set('NODE_OPTIONS', [env.get('NODE_OPTIONS'), preload].filter(Boolean).join(' '));
