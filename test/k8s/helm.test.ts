@@ -1,5 +1,7 @@
 // helm lint, template and install of a small fixture chart against the cluster.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_MODE, api, ctx, run, useNamespace, waitFor } from './helpers.js';
@@ -11,7 +13,14 @@ describe.skipIf(!!ctx().skipReason)('helm', () => {
 
   it('lints, templates and installs a chart; the release becomes ready and uninstalls', async () => {
     const c = ctx();
-    const env = { KUBECONFIG: c.kubeconfig, HELM_CACHE_HOME: '/tmp/eventdb-k8s-helm/cache', HELM_CONFIG_HOME: '/tmp/eventdb-k8s-helm/config', HELM_DATA_HOME: '/tmp/eventdb-k8s-helm/data' };
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'eventdb-k8s-helm-'));
+    onTestFinished(() => fs.rmSync(home, { recursive: true, force: true }));
+    const env = {
+      KUBECONFIG: c.kubeconfig,
+      HELM_CACHE_HOME: path.join(home, 'cache'),
+      HELM_CONFIG_HOME: path.join(home, 'config'),
+      HELM_DATA_HOME: path.join(home, 'data'),
+    };
     const version = run(c.helm, ['version', '--short'], env);
     expect(version.status, version.out).toBe(0);
     expect(version.out).toMatch(/^v3\.\d+\.\d+/);

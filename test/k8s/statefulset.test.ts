@@ -106,6 +106,8 @@ describe.skipIf(!!ctx().skipReason)('statefulset of eventdb nodes', () => {
            // the headless Service name resolves to every selected pod
            const all = await require('node:dns').promises.lookup('eventdb', { all: true });
            if (all.length !== 3) throw new Error('eventdb resolves to ' + JSON.stringify(all));
+           const a = await require('node:dns').promises.resolve4('eventdb.${ns}.svc.cluster.local');
+           if (a.length !== 3) throw new Error('resolve4 gives ' + JSON.stringify(a));
            for (const u of urls) {
              const r = await fetch(u, { signal: AbortSignal.timeout(5000) });
              if (r.status !== 200) throw new Error(u + ' -> ' + r.status);
