@@ -50,7 +50,8 @@ async function buildLog(dir: string): Promise<void> {
 
 function chunkBytes(dir: string): number {
   const db = path.join(dir, 'db');
-  return fs.readdirSync(db).filter((f) => f.startsWith('chunk-')).reduce((n, f) => n + fs.statSync(path.join(db, f)).size, 0);
+  // Chunk files only: not the zero-filled file the node prepares for its next chunk.
+  return fs.readdirSync(db).filter((f) => /^chunk-\d{6}\.\d{6}$/.test(f)).reduce((n, f) => n + fs.statSync(path.join(db, f)).size, 0);
 }
 
 /** Copies the chunk files (as `cp` would; with `durable`, each copy is also fsynced). */
