@@ -25,6 +25,8 @@ export interface BlockFile {
   sizeBytes(): number;
   /** Reads up to `length` bytes at `position`; returns the bytes actually read. */
   readSync(position: number, length: number): Buffer;
+  /** Reads into `target` (from its start) up to `length` bytes; returns the count read. */
+  readIntoSync(target: Buffer, position: number, length: number): number;
   write(buf: Uint8Array, position: number): Promise<void>;
   /** fdatasync. Rejects on failure; the caller must treat that as fatal. */
   sync(): Promise<void>;
@@ -60,15 +62,20 @@ export class NodeBlockFile implements BlockFile {
 
   readSync(position: number, length: number): Buffer {
     const buf = Buffer.allocUnsafe(length);
+    const done = this.readIntoSync(buf, position, length);
+    return done === length ? buf : buf.subarray(0, done);
+  }
+
+  readIntoSync(target: Buffer, position: number, length: number): number {
     let done = 0;
     while (done < length) {
-      const n = fs.readSync(this.fd, buf, done, length - done, position + done);
+      const n = fs.readSync(this.fd, target, done, length - done, position + done);
       if (n === 0) break;
       done += n;
     }
     ioCounters.readBytes += done;
     ioCounters.readOps += 1;
-    return done === length ? buf : buf.subarray(0, done);
+    return done;
   }
 
   async write(buf: Uint8Array, position: number): Promise<void> {
@@ -122,6 +129,11 @@ export class MemoryBlockFile implements BlockFile {
   readSync(position: number, length: number): Buffer {
     const end = Math.min(this.size, position + length);
     return Buffer.from(this.buf.subarray(position, Math.max(position, end)));
+  }
+
+  readIntoSync(target: Buffer, position: number, length: number): number {
+    const end = Math.min(this.size, position + length);
+    return end > position ? this.buf.copy(target, 0, position, end) : 0;
   }
 
   async write(data: Uint8Array, position: number): Promise<void> {

@@ -19,8 +19,9 @@ const FLUSH_BYTES = 4 * 1024 * 1024;
 export class ScavengedChunkWriter {
   private physicalBytes = 0;
   private crc = 0;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** Kept frames are copied here (callers' buffers are reused) and written 4 MiB at a time. */
+  private out = Buffer.allocUnsafe(FLUSH_BYTES);
+  private outBytes = 0;
   private readonly map: number[] = [];
 
   constructor(
@@ -41,10 +42,11 @@ export class ScavengedChunkWriter {
   async add(frame: Buffer, logPosition: number): Promise<void> {
     const logicalOffset = logPosition - this.chunkStartNumber * this.chunkSizeBytes;
     this.map.push(this.physicalBytes, logicalOffset);
-    this.pending.push(frame);
-    this.pendingBytes += frame.length;
+    if (this.outBytes + frame.length > this.out.length) await this.flushPending();
+    if (frame.length > this.out.length) this.out = Buffer.allocUnsafe(frame.length);
+    frame.copy(this.out, this.outBytes);
+    this.outBytes += frame.length;
     this.physicalBytes += frame.length;
-    if (this.pendingBytes >= FLUSH_BYTES) await this.flushPending();
   }
 
   get dataSizeBytes(): number {
@@ -52,12 +54,11 @@ export class ScavengedChunkWriter {
   }
 
   private async flushPending(): Promise<void> {
-    if (this.pendingBytes === 0) return;
-    const buf = Buffer.concat(this.pending, this.pendingBytes);
-    this.crc = crc32(buf, this.crc);
-    await this.file.write(buf, CHUNK_HEADER_SIZE_BYTES + this.physicalBytes - this.pendingBytes);
-    this.pending = [];
-    this.pendingBytes = 0;
+    if (this.outBytes === 0) return;
+    const view = this.out.subarray(0, this.outBytes);
+    this.crc = crc32(view, this.crc);
+    await this.file.write(view, CHUNK_HEADER_SIZE_BYTES + this.physicalBytes - this.outBytes);
+    this.outBytes = 0;
   }
 
   /** Writes map and footer and syncs. `logicalDataSizeBytes`: logical span of the data. */

@@ -200,6 +200,12 @@ export class Chunk {
     return this.file.readSync(CHUNK_HEADER_SIZE_BYTES + physicalOffset, length);
   }
 
+  /** Reads record data into `target` (a reused buffer); returns the view of what was read. */
+  readDataInto(target: Buffer, physicalOffset: number, length: number): Buffer {
+    const n = this.file.readIntoSync(target, CHUNK_HEADER_SIZE_BYTES + physicalOffset, Math.min(length, target.length));
+    return target.subarray(0, n);
+  }
+
   /** Appends record bytes at the end of the data (active chunk only); not yet durable. */
   async append(bytes: Uint8Array): Promise<void> {
     if (this.isCompleted) throw new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`);

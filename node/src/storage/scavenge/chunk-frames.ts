@@ -13,12 +13,19 @@ const BLOCK_BYTES = 1024 * 1024;
 
 export type FrameVisitor = (frame: Buffer, logPosition: number, payload: Buffer) => void | Promise<void>;
 
+/**
+ * The frame and payload handed to `visit` are views into a block buffer that is reused for the
+ * next block: a visitor must copy what it keeps (ScavengedChunkWriter does).
+ */
 export async function forEachFrame(chunk: Chunk, visit: FrameVisitor, between: () => Promise<void>): Promise<void> {
   const limit = chunk.physicalDataSizeBytes;
   let physical = 0;
+  let buffer = Buffer.allocUnsafe(BLOCK_BYTES);
   while (physical < limit) {
     const head = chunk.readData(physical, 4).readUInt32LE(0);
-    const block = chunk.readData(physical, Math.min(Math.max(BLOCK_BYTES, head + RECORD_FRAME_OVERHEAD_BYTES), limit - physical));
+    const want = Math.min(Math.max(BLOCK_BYTES, head + RECORD_FRAME_OVERHEAD_BYTES), limit - physical);
+    if (want > buffer.length) buffer = Buffer.allocUnsafe(want);
+    const block = chunk.readDataInto(buffer, physical, want);
     let offset = 0;
     while (offset + RECORD_FRAME_OVERHEAD_BYTES <= block.length) {
       const len = block.readUInt32LE(offset);
