@@ -17,6 +17,8 @@ etcd_port="${EVENTDB_K8S_ETCD_PORT:-23790}"
 etcd_peer_port="${EVENTDB_K8S_ETCD_PEER_PORT:-23800}"
 node_name="${EVENTDB_K8S_NODE_NAME:-eventdb-local}"
 kubelet_port="${EVENTDB_K8S_KUBELET_PORT:-20250}"
+# more than one Node (all served by the one local kubelet) lets required pod anti-affinity spread replicas
+node_count="${EVENTDB_K8S_NODES:-3}"
 service_cidr="10.96.0.0/16"
 pids="$state/run"
 logs="$state/logs"
@@ -212,10 +214,14 @@ up() {
   start kubelet "$repo/dist/test/k8s/kubelet/main.js" node "$repo/dist/test/k8s/kubelet/main.js" \
     --kubeconfig "$state/kubelet.kubeconfig" --state-dir "$state/kubelet" --node-name "$node_name" --repo "$repo" \
     --server-port "$kubelet_port" --tls-cert "$pki/apiserver.crt" --tls-key "$pki/apiserver.key" \
-    --scratch-dir "$scratch"
+    --scratch-dir "$scratch" --nodes "$node_count"
 
   local kubectl=("$state/bin/kubectl" --kubeconfig "$state/kubeconfig")
   wait_for 60 "node $node_name Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name" --timeout=2s
+  local i
+  for ((i = 2; i <= node_count; i++)); do
+    wait_for 30 "node $node_name-$i Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name-$i" --timeout=2s
+  done
   wait_for 60 "service account default/default" "${kubectl[@]}" get serviceaccount default -n default
   for name in kube-controller-manager kube-scheduler kubelet; do
     pid_alive "$name" || die "$name exited (see $logs/$name.log)"

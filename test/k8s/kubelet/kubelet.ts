@@ -40,6 +40,8 @@ const BACKOFF_RESET_MS = 600_000;
 export interface KubeletOptions {
   api: Api;
   nodeName: string;
+  /** Nodes this kubelet registers and serves: nodeName, then nodeName-2 ... nodeName-N (all run pods here). */
+  nodeCount: number;
   stateDir: string;
   repo: string;
   /** API server address given to pods as KUBERNETES_SERVICE_HOST/PORT. */
@@ -852,8 +854,11 @@ export class Kubelet {
   readonly hostsFile: string;
 
   readonly scratchDir: string;
+  readonly nodeNames: string[];
 
   constructor(readonly opts: KubeletOptions) {
+    this.nodeNames = [opts.nodeName];
+    for (let i = 2; i <= Math.max(1, Math.min(opts.nodeCount, 16)); i++) this.nodeNames.push(`${opts.nodeName}-${i}`);
     // pods read their DNS records from /etc/hosts (the kubelet's own copy only when it may not write
     // /etc/hosts); both live outside the repository, which pods see through an overlay
     this.hostsFile = opts.manageEtcHosts ? '/etc/hosts' : path.join(opts.stateDir, 'hosts');
@@ -981,7 +986,7 @@ export class Kubelet {
 
   // ---------------- node ----------------
 
-  private nodeStatus(): Json {
+  private nodeStatus(name: string): Json {
     const t = now();
     const c = (type: string, status: string, reason: string, message: string): Json => ({
       type,
@@ -1003,7 +1008,7 @@ export class Kubelet {
       ],
       addresses: [
         { type: 'InternalIP', address: '127.0.0.1' },
-        { type: 'Hostname', address: this.opts.nodeName },
+        { type: 'Hostname', address: name },
       ],
       daemonEndpoints: { kubeletEndpoint: { Port: this.server ? this.opts.serverPort : 0 } },
       nodeInfo: {
@@ -1022,8 +1027,11 @@ export class Kubelet {
   }
 
   private async registerNode(): Promise<void> {
+    for (const [i, name] of this.nodeNames.entries()) await this.registerOneNode(name, i + 1);
+  }
+
+  private async registerOneNode(name: string, index: number): Promise<void> {
     const api = this.opts.api;
-    const name = this.opts.nodeName;
     const existing = await api.get<Json>(`/api/v1/nodes/${name}`);
     if (!existing) {
       await api.call('POST', '/api/v1/nodes', {
@@ -1033,6 +1041,7 @@ export class Kubelet {
           name,
           labels: {
             'kubernetes.io/hostname': name,
+            'topology.kubernetes.io/zone': `local-${index}`,
             'kubernetes.io/os': 'linux',
             'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch,
             'eventdb.local/kubelet': 'true',
@@ -1041,13 +1050,16 @@ export class Kubelet {
         spec: {},
       }, { ok: [409] });
     }
-    await this.heartbeat();
+    await this.heartbeatOne(name);
   }
 
   private async heartbeat(): Promise<void> {
+    for (const name of this.nodeNames) await this.heartbeatOne(name);
+  }
+
+  private async heartbeatOne(name: string): Promise<void> {
     const api = this.opts.api;
-    const name = this.opts.nodeName;
-    await api.call('PATCH', `/api/v1/nodes/${name}/status`, { status: this.nodeStatus() }, { patch: 'merge' });
+    await api.call('PATCH', `/api/v1/nodes/${name}/status`, { status: this.nodeStatus(name) }, { patch: 'merge' });
     const leasePath = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`;
     const renewTime = new Date().toISOString().replace('Z', '000Z').replace(/\.(\d{6})\d*Z$/, '.$1Z');
     const lease = await api.get<Json>(leasePath);
@@ -1192,9 +1204,11 @@ export class Kubelet {
     const api = this.opts.api;
     const list = await api.call<{ items: V1Pod[] }>(
       'GET',
-      `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.opts.nodeName}`)}`,
+      this.nodeNames.length === 1
+        ? `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.opts.nodeName}`)}`
+        : `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName!=')}`,
     );
-    const pods = list.body?.items ?? [];
+    const pods = (list.body?.items ?? []).filter((p) => this.nodeNames.includes(p.spec?.nodeName ?? ''));
     const seen = new Set<string>();
     for (const pod of pods) {
       const uid = pod.metadata?.uid ?? '';

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
       kubeconfig: { type: 'string' },
       'state-dir': { type: 'string' },
       'node-name': { type: 'string', default: 'eventdb-local' },
+      nodes: { type: 'string', default: '1' },
       repo: { type: 'string' },
       'no-etc-hosts': { type: 'boolean', default: false },
       'server-port': { type: 'string', default: '0' },
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   const kubelet = new Kubelet({
     api,
     nodeName: values['node-name'] ?? 'eventdb-local',
+    nodeCount: Number(values.nodes ?? '1') || 1,
     stateDir: path.resolve(stateDir),
     repo: path.resolve(repo),
     apiHost: server.hostname,
