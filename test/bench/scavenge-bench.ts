@@ -149,10 +149,15 @@ export async function run(): Promise<BenchSection> {
     const durableMBps = bytes / 1e6 / (durableMs / 1000);
     metrics.push({ name: 'copy the same chunk files and fsync them', value: round(durableMBps, 1), unit: 'MB/s' });
     fs.rmSync(path.join(root, 'copy-durable'), { recursive: true, force: true });
+    // Speed and memory on their own; then the append latency a writer sees during a scavenge.
     const first = path.join(root, 'run-1');
     fs.cpSync(template, first, { recursive: true });
-    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1', true);
+    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1', false);
+    fs.rmSync(first, { recursive: true, force: true });
+    fs.cpSync(template, first, { recursive: true });
+    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1 with appends', true);
     const s1 = metrics.find((m) => m.name === 'scavenge threads=1: chunk data processed');
+    if (process.env['BENCH_SCAVENGE_VARIANTS'] !== '1') notes.push('BENCH_SCAVENGE_VARIANTS=1 adds threads=2 and throttlePercent=50 runs');
     if (s1) {
       metrics.push({ name: 'scavenge threads=1 speed / copy speed', value: round((100 * s1.value) / copyMBps, 1), unit: '%', target: 50 });
       metrics.push({ name: 'scavenge threads=1 speed / copy+fsync speed', value: round((100 * s1.value) / durableMBps, 1), unit: '%', target: 50 });
