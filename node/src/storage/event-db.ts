@@ -477,7 +477,10 @@ export class Engine implements EventDb {
     const writes: CommittedWrite[] = [];
     for (const { groups } of encoded) {
       for (const g of groups) {
-        for (const e of g.events) entries.push({ streamHash: this.hasher(e.stream), eventNumber: e.eventNumber, logPosition: e.logPosition });
+        const first = g.events[0];
+        if (!first) continue;
+        const streamHash = this.hasher(first.stream); // one stream per write: hash it once
+        for (const e of g.events) entries.push({ streamHash, eventNumber: e.eventNumber, logPosition: e.logPosition });
       }
     }
     this.index.add(entries, this.committedPos);
