@@ -23,7 +23,8 @@ import type {
   ScavengeOutcome,
   ScavengeParams,
 } from '../../node/src/storage/event-db-types.js';
-import { MemoryEventDb } from '../support/memory-event-db.js';
+import { openMemEngine } from '../support/engine-fixture.js';
+import type { Engine } from '../../node/src/storage/event-db.js';
 
 const ADMIN = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
 const OPS = `Basic ${Buffer.from('ops:changeit').toString('base64')}`;
@@ -102,7 +103,7 @@ class FakeScavenger {
 }
 
 interface Harness {
-  readonly db: MemoryEventDb & { startScavenge?: FakeScavenger['startScavenge'] };
+  readonly db: Engine;
   readonly fake: FakeScavenger;
   readonly security: Security;
   readonly scavenges: ScavengeService;
@@ -121,7 +122,8 @@ async function harness(
   options: { db?: Harness['db']; nodeEndpoint?: string; historyMaxAgeDays?: number } = {},
 ): Promise<Harness> {
   const fake = new FakeScavenger();
-  const db: Harness['db'] = options.db ?? new MemoryEventDb();
+  const db: Harness['db'] = options.db ?? (await openMemEngine());
+  // The scripted scavenger stands in for the engine's own, so each listener call is exact.
   db.startScavenge = fake.startScavenge;
   const security = await createSecurity({ db, log });
   const scavenges = createScavengeService({
@@ -155,7 +157,7 @@ async function startRun(h: Harness, query = ''): Promise<string> {
   return (response.json() as { scavengeId: string }).scavengeId;
 }
 
-async function eventsOf(db: MemoryEventDb, stream: string) {
+async function eventsOf(db: Engine, stream: string) {
   const read = await db.readStream(stream, 0, 4096, 'forward');
   if (read.kind !== 'success') return [];
   return read.events.map((e) => ({

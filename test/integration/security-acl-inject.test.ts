@@ -7,7 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 import type { Principal, StreamAccess } from '../../node/src/api/auth-types.js';
 import { createSecurity, type Security } from '../../node/src/api/security/security.js';
-import { MemoryEventDb } from './security-fakes/memory-event-db.js';
+import { openMemEngine } from '../support/engine-fixture.js';
+import type { Engine } from '../../node/src/storage/event-db.js';
 
 const admin: Principal = { login: 'admin', groups: ['$admins'] };
 const ops: Principal = { login: 'ops', groups: ['$ops'] };
@@ -15,11 +16,11 @@ const user: Principal = { login: 'alice', groups: ['devs'] };
 const ACCESS: StreamAccess[] = ['r', 'w', 'd', 'mr', 'mw'];
 
 describe('stream ACLs', () => {
-  let db: MemoryEventDb;
+  let db: Engine;
   let security: Security;
 
   beforeAll(async () => {
-    db = new MemoryEventDb();
+    db = await openMemEngine();
     security = await createSecurity({ db, log: pino({ level: 'silent' }) });
   });
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { registerUserRoutes } from '../../node/src/api/routes/users.js';
 import { createSecurity, type Security } from '../../node/src/api/security/security.js';
-import { MemoryEventDb } from './security-fakes/memory-event-db.js';
+import { openMemEngine } from '../support/engine-fixture.js';
 
 const basic = (login: string, password: string): string =>
   `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
@@ -21,7 +21,7 @@ describe('users routes (inject)', () => {
   const responses: string[] = [];
 
   beforeAll(async () => {
-    const db = new MemoryEventDb();
+    const db = await openMemEngine();
     security = await createSecurity({ db, log: pino({ level: 'silent' }) });
     app = Fastify();
     registerUserRoutes(app, { security });

@@ -36,3 +36,8 @@ export function capturingLog(level = 'debug'): { log: pino.Logger; lines: Record
   const log = pino({ level }, { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } });
   return { log, lines };
 }
+
+/** The real engine in --mem-db mode, for in-process (inject) tests of the layers above it. */
+export async function openMemEngine(): Promise<Engine> {
+  return openTestEngine(engineOptions(tempDir('edb-mem-'), { memDb: true, chunkSizeBytes: 1024 * 1024 }));
+}

@@ -170,7 +170,7 @@ export interface EventDb {
    * Starts a scavenge (resuming a stopped one) with this id; throws EventDbError
    * EDB_SCAVENGE_RUNNING (400) when one is already running on this node.
    */
-  startScavenge?(scavengeId: string, params: import('./scavenge/scavenge-types.js').ScavengeParams, listener: import('./scavenge/scavenge-types.js').ScavengeListener): import('./scavenge/scavenge-types.js').ScavengeHandle;
+  startScavenge(scavengeId: string, params: import('./scavenge/scavenge-types.js').ScavengeParams, listener: import('./scavenge/scavenge-types.js').ScavengeListener): import('./scavenge/scavenge-types.js').ScavengeHandle;
   stats(): EngineStats;
   close(): Promise<void>;
 }

@@ -46,7 +46,6 @@ const ADMIN_CODECS: readonly MediaTypeValue[] = [
 const EMPTY_GUID = '00000000-0000-0000-0000-000000000000';
 const NOT_FOUND_MESSAGE = 'Scavenge Id does not exist';
 const ALREADY_RUNNING_MESSAGE = 'Scavenge is already running';
-const UNSUPPORTED_MESSAGE = 'Scavenging is not supported by this node';
 
 export const ScavengeStartedSchema = z.object({ scavengeId: z.string() });
 export const ScavengeCurrentSchema = z.object({
@@ -116,8 +115,6 @@ function registerStart(scope: ZodScope, deps: ScavengeRoutesDeps): void {
       switch (started.kind) {
         case 'already-running':
           return sendStatus(reply, 400, 'Bad Request', ALREADY_RUNNING_MESSAGE);
-        case 'unsupported':
-          return sendStatus(reply, 400, 'Bad Request', UNSUPPORTED_MESSAGE);
         case 'refused':
           return sendStatus(reply, started.status, started.reason, started.message);
         case 'started':

@@ -32,8 +32,7 @@ export type LastScavengeResult = 'Unknown' | 'InProgress' | 'Success' | 'Stopped
 
 export type StartScavengeResult =
   | { readonly kind: 'started'; readonly scavengeId: string }
-  | { readonly kind: 'already-running' }
-  | { readonly kind: 'unsupported' };
+  | { readonly kind: 'already-running' };
 
 export type StopScavengeResult =
   | { readonly kind: 'stopped'; readonly scavengeId: string }
@@ -124,7 +123,6 @@ export class ScavengeService {
   /** Starts a run unless one is running. Synchronous, so two requests cannot both start. */
   start(params: ScavengeParams): StartScavengeResult {
     if (this.active !== undefined) return { kind: 'already-running' };
-    if (this.db.startScavenge === undefined) return { kind: 'unsupported' };
     const scavengeId = this.newScavengeId();
     const run = new ScavengeRun({
       scavengeId,
