@@ -36,6 +36,14 @@ export type EngineIndex = StreamIndex & {
   resetAbove(logPosition: number): Promise<boolean>;
 };
 
+/**
+ * Index tables held whole in memory (smallest first). Larger tables are searched through their
+ * in-memory midpoints and one positioned read, and their bloom filters skip most lookups, so a
+ * small cache keeps a node's memory flat as the index grows (the scavenge's index stage briefly
+ * holds old and new tables).
+ */
+const INDEX_TABLE_CACHE_BYTES_MAX = 16 * 1024 * 1024;
+
 /** How often the existence filter is written out when it changed. */
 const EXISTENCE_FILTER_PERSIST_INTERVAL_MS = 10_000;
 
@@ -45,6 +53,7 @@ export async function openIndexForEngine(
   const indexLog = log.child({ component: 'storage.index' });
   const index = await openStreamIndex({
     indexPath: options.indexPath, maxMemTableSize: options.maxMemTableSize, hasher, log: indexLog, memOnly: options.memDb,
+    tableCacheSizeBytesMax: INDEX_TABLE_CACHE_BYTES_MAX,
   });
   if (options.streamExistenceFilterSizeBytes === 0) return { index, existence: new DisabledExistenceFilter() };
   const existence = await openStreamExistenceFilter({
