@@ -10,9 +10,9 @@ export class BoundedCache<K, V> {
     return this.map.get(key);
   }
 
+  /** An existing key keeps its place (updating in place is much cheaper than re-inserting). */
   set(key: K, value: V): void {
-    if (this.map.has(key)) this.map.delete(key);
-    else if (this.map.size >= this.capacity) this.evict();
+    if (!this.map.has(key) && this.map.size >= this.capacity) this.evict();
     this.map.set(key, value);
   }
 

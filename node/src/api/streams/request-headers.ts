@@ -13,13 +13,25 @@ interface HeaderValue {
   readonly value: string;
 }
 
+/** Per header name: each prefixed label and its lower-case lookup key (built once, not per request). */
+const lookupKeys = new Map<string, readonly { readonly label: string; readonly key: string }[]>();
+
+function keysOf(name: string): readonly { readonly label: string; readonly key: string }[] {
+  let keys = lookupKeys.get(name);
+  if (keys === undefined) {
+    keys = PREFIXES.map((prefix) => ({ label: `${prefix}${name}`, key: `${prefix}${name}`.toLowerCase() }));
+    lookupKeys.set(name, keys);
+  }
+  return keys;
+}
+
 /** The first of `names` (without prefix) present under any prefix. */
 function readHeader(request: FastifyRequest, names: readonly string[]): HeaderValue | undefined {
   for (const name of names) {
-    for (const prefix of PREFIXES) {
-      const raw = request.headers[`${prefix}${name}`.toLowerCase()];
+    for (const { label, key } of keysOf(name)) {
+      const raw = request.headers[key];
       const value = Array.isArray(raw) ? raw[0] : raw;
-      if (value !== undefined) return { label: `${prefix}${name}`, value: value.trim() };
+      if (value !== undefined) return { label, value: value.trim() };
     }
   }
   return undefined;
