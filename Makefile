@@ -21,13 +21,13 @@ typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
 
 test: build ## all tests that run on this machine (unit, integration, crash, and later tiers)
-	npx vitest run
+	npx vitest run --config test/vitest.config.ts
 
 test-unit: build ## unit tests only
-	npx vitest run --project unit
+	npx vitest run --config test/vitest.config.ts --project unit
 
 test-integration: build ## integration and crash tests (real node processes)
-	npx vitest run --project integration
+	npx vitest run --config test/vitest.config.ts --project integration
 
 run: build ## run a single node on embedded defaults (data under ./data, 127.0.0.1:2113)
 	node dist/node/src/main.js --db ./data/db --index ./data/index $(NODE_ARGS)

@@ -18,4 +18,4 @@ k8s-status: ## show which control-plane processes run
 	$(K8S_DIR)/cluster.sh status
 
 test-k8s: build ## Kubernetes tests (local control plane, or the cluster in $KUBECONFIG)
-	npx vitest run --project k8s
+	npx vitest run --config test/vitest.config.ts --project k8s

@@ -1,8 +1,11 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Test tiers. `unit` tests sit beside their source; the cross-module tiers live under test/.
 // Integration and crash tests spawn real node processes from dist/, so `make test` builds first.
 export default defineConfig({
+  // The repository root: every include and setup path below is relative to it.
+  root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
     projects: [
       {
