@@ -24,7 +24,7 @@ import { ChunkRegistry } from './chunk/chunk-registry.js';
 import { DirectoryChunkStorage, MemoryChunkStorage, type ChunkStorage } from './chunk/chunk-storage.js';
 import { FileCheckpoint, MemoryCheckpoint, type Checkpoint } from './checkpoint/checkpoint.js';
 import { LogReader } from './reader/log-reader.js';
-import { PrepareFlags, RecordType, SystemRecordType, type LogRecord, type PrepareRecord } from './format/record.js';
+import { PrepareFlags, RecordType, SystemRecordType, type PrepareRecord } from './format/record.js';
 import { decideAppend, type StreamWriteState } from './append-decision.js';
 import { encodeGroup, plannedSizeBytes, type EncodedGroup, type PlannedRecordGroup } from './writer/write-batch.js';
 import {
@@ -216,6 +216,19 @@ export class Engine implements EventDb {
     }
   }
 
+  /** The number of the epoch whose record is at `epochPosition` (-1 when none or unreadable). */
+  readEpochNumber(epochPosition: number): number {
+    if (epochPosition < 0) return -1;
+    const r = this.registry.readRecord(epochPosition, this.committedPos);
+    if (r.kind !== 'record' || r.record.type !== RecordType.System) return -1;
+    try {
+      const parsed = JSON.parse(r.record.data.toString('utf8')) as { epochNumber?: unknown };
+      return typeof parsed.epochNumber === 'number' ? parsed.epochNumber : -1;
+    } catch {
+      return -1;
+    }
+  }
+
   async writeEpoch(): Promise<void> {
     const epochNumber = this.checkpoints.epochNumber + 1;
     const data = Buffer.from(JSON.stringify({ epochNumber, epochPosition: this.writerPos, prevEpochPosition: this.checkpoints.epoch.read(), timeStamp: new Date(this.nowMs()).toISOString() }));
@@ -294,7 +307,7 @@ export class Engine implements EventDb {
     });
     switch (decision.kind) {
       case 'stream-deleted': return { kind: 'stream-deleted' };
-      case 'wrong-expected-version': return { kind: 'wrong-expected-version', currentVersion: visibleVersion(state) };
+      case 'wrong-expected-version': return { kind: 'wrong-expected-version', currentVersion: state.lastEventNumber };
       case 'idempotent':
         return { kind: 'success', firstEventNumber: decision.firstEventNumber, lastEventNumber: decision.lastEventNumber, commitPosition: -1, idempotent: true };
       case 'write': break;
@@ -329,7 +342,7 @@ export class Engine implements EventDb {
     const state = ctx.writeState(stream);
     if (state.lastEventNumber === TOMBSTONE_EVENT_NUMBER) return { kind: 'stream-deleted' };
     const decision = decideAppend(state, expectedVersion, [], { idAt: () => undefined, recentNumberOf: () => undefined });
-    if (decision.kind === 'wrong-expected-version') return { kind: 'wrong-expected-version', currentVersion: visibleVersion(state) };
+    if (decision.kind === 'wrong-expected-version') return { kind: 'wrong-expected-version', currentVersion: state.lastEventNumber };
     if (decision.kind !== 'write') return { kind: 'stream-deleted' };
     if (!hard && state.lastEventNumber === -1 && ctx.streamMetadata(stream).version === -1) {
       // Nothing to delete: EventStoreDB answers wrong expected version (current -1).
@@ -433,9 +446,9 @@ export class Engine implements EventDb {
     for (const outcome of batch.outcomes) {
       const groups: EncodedGroup[] = [];
       for (const g of outcome.groups) {
-        const size = plannedSizeBytes(g);
-        groups.push(encodeGroup(buf, offset, this.writerPos + offset, g, nowMs));
-        offset += size;
+        const group = encodeGroup(buf, offset, this.writerPos + offset, g, nowMs);
+        groups.push(group);
+        offset += group.sizeBytes;
       }
       encoded.push({ outcome, groups });
     }
@@ -461,7 +474,7 @@ export class Engine implements EventDb {
       .then(() => {
         this.committedPos = end;
         this.recordFlush(offset, performance.now() - startedMs);
-        this.applyCommitted(encoded, nowMs);
+        this.applyCommitted(encoded);
         this.inflight.splice(this.inflight.indexOf(batch.ctx), 1);
       });
     // A failed checkpoint write (or an earlier failed batch) fails every batch behind it.
@@ -472,7 +485,7 @@ export class Engine implements EventDb {
   }
 
   /** Everything in the batch is durable: index it, update caches, tell listeners, answer. */
-  private applyCommitted(encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[], nowMs: number): void {
+  private applyCommitted(encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[]): void {
     const entries: IndexEntry[] = [];
     const writes: CommittedWrite[] = [];
     for (const { groups } of encoded) {
@@ -496,7 +509,7 @@ export class Engine implements EventDb {
           result = { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false };
           continue;
         }
-        this.noteCommitted(first.stream, g, nowMs);
+        this.noteCommitted(first.stream, g);
         writes.push({ stream: first.stream, firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition });
         result = { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
       }
@@ -528,7 +541,7 @@ export class Engine implements EventDb {
     );
   }
 
-  private noteCommitted(stream: string, g: EncodedGroup, _nowMs: number): void {
+  private noteCommitted(stream: string, g: EncodedGroup): void {
     const last = g.events[g.events.length - 1]!;
     this.lastNumberCache.set(stream, last.eventNumber);
     const first = g.events[0]!;
@@ -855,10 +868,6 @@ export class Engine implements EventDb {
   }
 }
 
-function visibleVersion(state: StreamWriteState): number {
-  return state.lastEventNumber;
-}
-
 function badRequest(message: string): EventDbError {
   return new EventDbError('EDB_BAD_REQUEST', message, { httpStatus: 400 });
 }
@@ -869,10 +878,6 @@ export function toRecordedEvent(r: PrepareRecord): RecordedEvent {
     data: r.data, metadata: r.metadata, isJson: (r.flags & PrepareFlags.IsJson) !== 0,
     createdMs: r.timestampMs, logPosition: r.logPosition, commitPosition: r.logPosition,
   };
-}
-
-export function isRecordOfType<T extends LogRecord['type']>(r: LogRecord, t: T): r is Extract<LogRecord, { type: T }> {
-  return r.type === t;
 }
 
 // -------------------------------------------------------------------- opening
@@ -924,7 +929,7 @@ export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Pr
   if (truncateTo >= 0) await applyTruncation(truncateTo, registry, index, checkpoints, log);
   const engine = new Engine(options, deps, registry, index, checkpoints, index.hasher, existence);
   const caught = engine.catchUpIndex();
-  checkpoints.epochNumber = readEpochNumber(engine, checkpoints.epoch.read());
+  checkpoints.epochNumber = engine.readEpochNumber(checkpoints.epoch.read());
   await checkpoints.chaser.write(engine.writerPosition);
   await engine.writeEpoch();
   engine.startBackgroundWork();
@@ -952,16 +957,4 @@ async function applyTruncation(position: number, registry: ChunkRegistry, index:
   await checkpoints.truncate.write(-1);
 }
 
-function readEpochNumber(engine: Engine, epochPosition: number): number {
-  if (epochPosition < 0) return -1;
-  const r = engine['registry'].readRecord(epochPosition, engine.writerPosition);
-  if (r.kind !== 'record' || r.record.type !== RecordType.System) return -1;
-  try {
-    const parsed = JSON.parse(r.record.data.toString('utf8')) as { epochNumber?: unknown };
-    return typeof parsed.epochNumber === 'number' ? parsed.epochNumber : -1;
-  } catch {
-    return -1;
-  }
-}
 
-export { ExpectedVersion };

@@ -37,6 +37,8 @@ export interface EncodedEvent {
 
 export interface EncodedGroup {
   readonly events: readonly EncodedEvent[];
+  /** Bytes the group's records took. */
+  readonly sizeBytes: number;
   /** Position of the commit record (system records: of the record itself). */
   readonly commitPosition: number;
 }
@@ -54,8 +56,8 @@ export function plannedSizeBytes(group: PlannedRecordGroup): number {
 /** Encodes `group` into `out` at `offset`, whose log position is `position`. */
 export function encodeGroup(out: Buffer, offset: number, position: number, group: PlannedRecordGroup, nowMs: number): EncodedGroup {
   if (group.kind === 'system') {
-    encodeSystem(out, offset, { logPosition: position, timestampMs: nowMs, systemRecordType: group.systemRecordType, data: group.data });
-    return { events: [], commitPosition: position };
+    const sizeBytes = encodeSystem(out, offset, { logPosition: position, timestampMs: nowMs, systemRecordType: group.systemRecordType, data: group.data });
+    return { events: [], commitPosition: position, sizeBytes };
   }
   let p = offset;
   let pos = position;
@@ -74,9 +76,9 @@ export function encodeGroup(out: Buffer, offset: number, position: number, group
     p += size;
     pos += size;
   });
-  encodeCommit(out, p, {
+  const commitBytes = encodeCommit(out, p, {
     logPosition: pos, transactionPosition: position, firstEventNumber: group.events[0]?.eventNumber ?? -1,
     eventCount: group.events.length, timestampMs: nowMs,
   });
-  return { events: encoded, commitPosition: pos };
+  return { events: encoded, commitPosition: pos, sizeBytes: p + commitBytes - offset };
 }
