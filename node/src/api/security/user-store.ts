@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { ExpectedVersion } from '../../storage/event-db-types.js';
-import type { EventDb, NewEvent, RecordedEvent } from '../../storage/event-db-types.js';
+import type { AppendResult, EventDb, NewEvent, RecordedEvent } from '../../storage/event-db-types.js';
 import { parsePasswordHash, type PasswordHash } from './password-hash.js';
 
 export const USERS_STREAM = '$users';
@@ -89,8 +89,12 @@ export async function writeUser(
   eventType: string,
 ): Promise<UserWriteResult> {
   const stream = userStreamName(next.loginName);
-  const written = await db.append(stream, current.version, [userEvent(eventType, next)]);
-  switch (written.kind) {
+  return userWriteResult(await db.append(stream, current.version, [userEvent(eventType, next)]));
+}
+
+/** An engine write result as a user operation's outcome. */
+function userWriteResult(result: AppendResult): UserWriteResult {
+  switch (result.kind) {
     case 'success':
       return { kind: 'ok' };
     case 'wrong-expected-version':
@@ -103,15 +107,7 @@ export async function writeUser(
 export async function deleteUser(db: EventDb, login: string): Promise<UserWriteResult> {
   const current = await readUser(db, login);
   if (current === undefined) return { kind: 'not-found' };
-  const deleted = await db.deleteStream(userStreamName(login), current.version, false);
-  switch (deleted.kind) {
-    case 'success':
-      return { kind: 'ok' };
-    case 'wrong-expected-version':
-      return { kind: 'conflict' };
-    case 'stream-deleted':
-      return { kind: 'not-found' };
-  }
+  return userWriteResult(await db.deleteStream(userStreamName(login), current.version, false));
 }
 
 /** Login names in `$users`, first-created first, without duplicates (a name may be re-created). */

@@ -27,21 +27,6 @@ function canonical(mediaType: string): string {
   return mediaType.replace(/^application\/vnd\.kurrent\./, 'application/vnd.eventstore.');
 }
 
-/** POST /streams/{s} and /streams/{s}/metadata (EventStoreDB `AtomCodecs`). */
-export const WRITE_CODECS: readonly MediaTypeValue[] = [
-  MediaType.DescriptionDocJson,
-  MediaType.Atom,
-  MediaType.AtomJson,
-  MediaType.Xml,
-  MediaType.ApplicationXml,
-  MediaType.Json,
-  MediaType.EventXml,
-  MediaType.EventJson,
-  MediaType.EventsXml,
-  MediaType.EventsJson,
-  MediaType.Raw,
-];
-
 /** POST /streams/{s}/incoming/{guid}: no batch bodies (`AtomCodecsWithoutBatches`). */
 export const INCOMING_CODECS: readonly MediaTypeValue[] = [
   MediaType.Atom,
@@ -65,6 +50,9 @@ export const FEED_CODECS: readonly MediaTypeValue[] = [
   MediaType.EventsXml,
   MediaType.EventsJson,
 ];
+
+/** POST /streams/{s} and /streams/{s}/metadata (EventStoreDB `AtomCodecs`): feed codecs and raw. */
+export const WRITE_CODECS: readonly MediaTypeValue[] = [...FEED_CODECS, MediaType.Raw];
 
 /** Single-event and metadata GETs: no Accept header selects the Atom XML entry. */
 export const EVENT_CODECS: readonly MediaTypeValue[] = [
