@@ -28,6 +28,11 @@ export interface BlockFile {
   /** Reads into `target` (from its start) up to `length` bytes; returns the count read. */
   readIntoSync(target: Buffer, position: number, length: number): number;
   write(buf: Uint8Array, position: number): Promise<void>;
+  /**
+   * Positioned write into the page cache without a thread-pool hop (small writes on the commit
+   * path, where the hop costs more than the copy). Not durable until `sync`.
+   */
+  writeSync(buf: Uint8Array, position: number): void;
   /** fdatasync. Rejects on failure; the caller must treat that as fatal. */
   sync(): Promise<void>;
   truncate(sizeBytes: number): Promise<void>;
@@ -91,6 +96,18 @@ export class NodeBlockFile implements BlockFile {
     ioCounters.writeOps += 1;
   }
 
+  writeSync(buf: Uint8Array, position: number): void {
+    let done = 0;
+    while (done < buf.length) {
+      const n = fs.writeSync(this.fd, buf, done, buf.length - done, position + done);
+      if (n === 0) throw new Error(`write to ${this.path} made no progress`);
+      done += n;
+    }
+    this.size = Math.max(this.size, position + buf.length);
+    ioCounters.writtenBytes += buf.length;
+    ioCounters.writeOps += 1;
+  }
+
   sync(): Promise<void> {
     return new Promise((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
   }
@@ -137,6 +154,10 @@ export class MemoryBlockFile implements BlockFile {
   }
 
   async write(data: Uint8Array, position: number): Promise<void> {
+    this.writeSync(data, position);
+  }
+
+  writeSync(data: Uint8Array, position: number): void {
     const end = position + data.length;
     if (end > this.buf.length) {
       let cap = this.buf.length;

@@ -71,7 +71,7 @@ export class FileCheckpoint implements Checkpoint {
 
   private async writeNow(value: number): Promise<void> {
     const sequence = (this.sequence + 1) >>> 0;
-    await this.file.write(encodeCheckpointSlot({ sequence, value }), checkpointSlotOffset(sequence));
+    this.file.writeSync(encodeCheckpointSlot({ sequence, value }), checkpointSlotOffset(sequence));
     try {
       await this.file.sync();
     } catch (err: unknown) {

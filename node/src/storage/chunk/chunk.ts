@@ -209,7 +209,8 @@ export class Chunk {
   /** Appends record bytes at the end of the data (active chunk only); not yet durable. */
   async append(bytes: Uint8Array): Promise<void> {
     if (this.isCompleted) throw new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`);
-    await this.file.write(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    // Into the page cache directly: the fdatasync that follows is what waits for the disk.
+    this.file.writeSync(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
     this.dataSizeBytes += bytes.length;
     if (this.runningCrc !== undefined) this.runningCrc = crc32(bytes, this.runningCrc);
   }
