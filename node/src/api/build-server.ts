@@ -11,6 +11,7 @@ import type { LoadedConfig } from '../config/load.js';
 import type { EventDb } from '../storage/event-db-types.js';
 import { handleError, registerErrorHandler } from './error-handler.js';
 import { registerOpenApi } from './openapi.js';
+import { lazyChildLoggerFactory } from './request-logger.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes } from './routes/cluster.js';
 import { registerInfoRoutes } from './routes/info.js';
@@ -57,6 +58,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLoggerFactory,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Stream names may be up to 4096 bytes, percent-encoded in the path.
@@ -109,13 +111,11 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
 }
 
 interface RouteMethods {
-  /** Methods registered for a route URL pattern (e.g. `/streams/:stream`). */
-  forRoute(url: string): ReadonlySet<string>;
+  /** `Access-Control-Allow-Methods` for a route URL pattern; undefined when none is known. */
+  allowHeaderForRoute(url: string): string | undefined;
   /** Methods of every route pattern that matches a concrete path. */
   forPath(path: string): ReadonlySet<string>;
 }
-
-const NO_METHODS: ReadonlySet<string> = new Set();
 
 /** `GET, POST, OPTIONS` for the given methods; every method when none is known. */
 function allowedMethods(methods: ReadonlySet<string>): string {
@@ -133,14 +133,20 @@ function routePattern(url: string): RegExp {
 
 /** Learns every route's methods from the onRoute hook (HEAD aside: fastify adds it to GETs). */
 function collectRouteMethods(app: FastifyInstance): RouteMethods {
-  const byUrl = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  const byUrl = new Map<string, { pattern: RegExp; methods: Set<string>; allow?: string }>();
   app.addHook('onRoute', (route) => {
     const entry = byUrl.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set() };
     for (const method of [route.method].flat()) if (method !== 'HEAD') entry.methods.add(method);
+    delete entry.allow;
     byUrl.set(route.url, entry);
   });
   return {
-    forRoute: (url) => byUrl.get(url)?.methods ?? NO_METHODS,
+    allowHeaderForRoute(url) {
+      const entry = byUrl.get(url);
+      if (entry === undefined || entry.methods.size === 0) return undefined;
+      entry.allow ??= allowedMethods(entry.methods);
+      return entry.allow;
+    },
     forPath(path) {
       const methods = new Set<string>();
       for (const { pattern, methods: routeMethods } of byUrl.values()) {
@@ -151,15 +157,19 @@ function collectRouteMethods(app: FastifyInstance): RouteMethods {
   };
 }
 
-/** CORS headers on every response and one debug line per request (never headers or bodies). */
+/**
+ * CORS headers on every response and one debug line per request (never headers or bodies).
+ * Callback-style hooks: an async hook costs a promise and a microtask hop per request.
+ */
 function registerRequestHooks(app: FastifyInstance, routeMethods: RouteMethods): void {
   // Access-Control-Allow-Methods names the methods of the matched route, as EventStoreDB does.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.headers(CORS_HEADERS);
-    const methods = routeMethods.forRoute(request.routeOptions.url ?? '');
-    if (methods.size > 0) reply.header('access-control-allow-methods', allowedMethods(methods));
+    const allow = routeMethods.allowHeaderForRoute(request.routeOptions.url ?? '');
+    if (allow !== undefined) reply.header('access-control-allow-methods', allow);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.debug(
       {
         method: request.method,
@@ -169,5 +179,6 @@ function registerRequestHooks(app: FastifyInstance, routeMethods: RouteMethods):
       },
       'request completed',
     );
+    done();
   });
 }

@@ -82,8 +82,8 @@ export class StatsSampler {
   }
 
   /** Names an in-flight request by its route, e.g. `POST /streams/:stream`. */
-  labelRequest(req: IncomingMessage, label: string): void {
-    this.queue.label(req, label);
+  labelRequest(req: IncomingMessage, method: string, route: string | undefined): void {
+    this.queue.label(req, method, route);
   }
 
   close(): void {
@@ -240,9 +240,8 @@ export class StatsSampler {
  * processing time and idle time, from the raw server's request and finish events.
  */
 class RequestQueueMeter {
-  private readonly inFlight = new Map<number, { startMs: number; label: string }>();
-  private readonly ids = new WeakMap<IncomingMessage, number>();
-  private nextId = 0;
+  /** Insertion-ordered: the first entry is the oldest request. */
+  private readonly inFlight = new Map<IncomingMessage, QueueEntry>();
   private totalProcessed = 0;
   private processingMsTotal = 0;
   private lifetimePeak = 0;
@@ -250,7 +249,7 @@ class RequestQueueMeter {
   private windowPeak = 0;
   private idleSinceMs: number;
   private idleMsTotal = 0;
-  private lastLabel = '<none>';
+  private lastProcessed: QueueEntry | undefined;
   private previous = { processed: 0, processingMs: 0, idleMs: 0 };
 
   constructor(
@@ -258,7 +257,10 @@ class RequestQueueMeter {
     private readonly nowMs: () => number,
   ) {
     this.idleSinceMs = nowMs();
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res));
+    // First listener: the entry exists before fastify routes the request and its hooks label it.
+    server.prependListener('request', (req: IncomingMessage, res: ServerResponse) =>
+      this.onRequest(req, res),
+    );
   }
 
   sample(elapsedMs: number): StatsTree {
@@ -280,8 +282,9 @@ class RequestQueueMeter {
         now - this.windowStartMs < QUEUE_PEAK_WINDOW_MS ? this.windowPeak : this.inFlight.size,
       lengthLifetimePeak: this.lifetimePeak,
       totalItemsProcessed: this.totalProcessed,
-      inProgressMessage: oldest.done === true ? '<none>' : oldest.value.label,
-      lastProcessedMessage: this.lastLabel,
+      inProgressMessage: oldest.done === true ? '<none>' : entryLabel(oldest.value),
+      lastProcessedMessage:
+        this.lastProcessed === undefined ? '<none>' : entryLabel(this.lastProcessed),
     };
     this.previous = {
       processed: this.totalProcessed,
@@ -291,30 +294,30 @@ class RequestQueueMeter {
     return stats;
   }
 
-  /** Replaces the raw-path label of an in-flight request by its route (from a fastify hook). */
-  label(req: IncomingMessage, label: string): void {
-    const id = this.ids.get(req);
-    const entry = id === undefined ? undefined : this.inFlight.get(id);
-    if (id !== undefined && entry !== undefined) this.inFlight.set(id, { ...entry, label });
+  /** Names an in-flight request by its route instead of its raw path (from a fastify hook). */
+  label(req: IncomingMessage, method: string, route: string | undefined): void {
+    const entry = this.inFlight.get(req);
+    if (entry === undefined) return;
+    entry.method = method;
+    entry.route = route ?? '(unrouted)';
   }
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const now = this.nowMs();
-    const id = this.nextId++;
     if (this.inFlight.size === 0) this.idleMsTotal += now - this.idleSinceMs;
-    this.inFlight.set(id, { startMs: now, label: requestLabel(req) });
-    this.ids.set(req, id);
+    // Labels are built only when /stats shows them, not per request.
+    const entry: QueueEntry = { startMs: now, req, method: undefined, route: undefined };
+    this.inFlight.set(req, entry);
     this.notePeak(now);
     let done = false;
     const finish = (): void => {
       if (done) return;
       done = true;
       const end = this.nowMs();
-      const entry = this.inFlight.get(id);
-      this.inFlight.delete(id);
+      this.inFlight.delete(req);
       this.totalProcessed += 1;
-      this.processingMsTotal += end - (entry?.startMs ?? end);
-      this.lastLabel = entry?.label ?? this.lastLabel;
+      this.processingMsTotal += end - entry.startMs;
+      this.lastProcessed = entry;
       if (this.inFlight.size === 0) this.idleSinceMs = end;
     };
     res.once('finish', finish);
@@ -457,9 +460,19 @@ async function mountPointOf(path: string): Promise<string> {
   }
 }
 
-function requestLabel(req: IncomingMessage): string {
-  const firstSegment = /^\/[^/?]*/.exec(req.url ?? '/')?.[0] ?? '/';
-  return `${req.method ?? 'GET'} ${firstSegment}`;
+interface QueueEntry {
+  readonly startMs: number;
+  readonly req: IncomingMessage;
+  /** Set once fastify has routed the request; until then the label is the raw path's head. */
+  method: string | undefined;
+  route: string | undefined;
+}
+
+/** `POST /streams/:stream` once routed, else `POST /streams` (method and first path segment). */
+function entryLabel(entry: QueueEntry): string {
+  if (entry.route !== undefined) return `${entry.method ?? 'GET'} ${entry.route}`;
+  const firstSegment = /^\/[^/?]*/.exec(entry.req.url ?? '/')?.[0] ?? '/';
+  return `${entry.req.method ?? 'GET'} ${firstSegment}`;
 }
 
 /** .NET TimeSpan text (`hh:mm:ss.fffffff`), as EventStoreDB prints elapsed times. */

@@ -39,11 +39,9 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
   app.addHook('onClose', async () => sampler.close());
   // Counting and timing come from the HTTP server's own request/finish events (they also see
   // requests fastify never routes); this hook only names each request by its route pattern.
-  app.addHook('onRequest', async (request) => {
-    sampler.labelRequest(
-      request.raw,
-      `${request.method} ${request.routeOptions.url ?? '(unrouted)'}`,
-    );
+  app.addHook('onRequest', (request, _reply, done) => {
+    sampler.labelRequest(request.raw, request.method, request.routeOptions.url);
+    done();
   });
   registerZodScope(app, (scope) => {
     scope.get(

@@ -55,3 +55,20 @@ describe('CredentialsCache', () => {
     expect(cache.size).toBe(0);
   });
 });
+
+describe('CredentialsCache keys', () => {
+  it('keeps logins and passwords apart even when their concatenations are equal', async () => {
+    const cache = new CredentialsCache({ nowMs: () => 0 });
+    let calls = 0;
+    const verify = async () => {
+      calls += 1;
+      return alice;
+    };
+    await cache.lookup('a\0b', 'c', verify);
+    await cache.lookup('a', 'b\0c', verify);
+    await cache.lookup('a\0', 'bc', verify);
+    expect(calls).toBe(3);
+    await cache.lookup('a', 'b\0c', verify);
+    expect(calls).toBe(3);
+  });
+});

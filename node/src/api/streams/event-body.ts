@@ -85,10 +85,28 @@ function parseBatch(body: Buffer): NewEvent[] {
 function parseBatchItem(item: unknown): NewEvent {
   if (typeof item !== 'object' || item === null || Array.isArray(item))
     throw badRequest(BODY_INVALID);
-  const fields = new Map(
-    Object.entries(item).map(([key, value]) => [key.toLowerCase(), value as unknown]),
-  );
-  const rawId = fields.get('eventid');
+  // Names match case-insensitively; when two spellings of one name appear, the last one wins.
+  let rawId: unknown;
+  let eventType: unknown;
+  let dataValue: unknown;
+  let metadataValue: unknown;
+  const fields = item as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    switch (key.toLowerCase()) {
+      case 'eventid':
+        rawId = fields[key];
+        break;
+      case 'eventtype':
+        eventType = fields[key];
+        break;
+      case 'data':
+        dataValue = fields[key];
+        break;
+      case 'metadata':
+        metadataValue = fields[key];
+        break;
+    }
+  }
   if (rawId !== undefined && rawId !== null && typeof rawId !== 'string')
     throw badRequest(BODY_INVALID);
   const eventId = typeof rawId === 'string' ? parseGuid(rawId) : undefined;
@@ -101,11 +119,10 @@ function parseBatchItem(item: unknown): NewEvent {
     }
     throw badRequest("Empty eventId provided. (Parameter 'eventId')");
   }
-  const eventType = fields.get('eventtype');
   if (typeof eventType !== 'string' || eventType === '')
     throw badRequest('Empty eventType provided.');
-  const data = encodeField(fields.get('data'));
-  const metadata = encodeField(fields.get('metadata'));
+  const data = encodeField(dataValue);
+  const metadata = encodeField(metadataValue);
   return {
     eventId,
     eventType,

@@ -7,17 +7,20 @@
 /** Newtonsoft's JsonReader refuses more than 64 levels by default; we allow twice that. */
 export const JSON_DEPTH_MAX = 128;
 
-/** True when the brackets of `text`, outside strings, nest deeper than `depthMax`. */
+/**
+ * True when the brackets of `text`, outside strings, nest deeper than `depthMax`. Strings are
+ * skipped with indexOf (a quote preceded by an odd run of backslashes is escaped), so the scan
+ * costs little more than the structure of the document.
+ */
 export function isJsonTooDeep(text: string, depthMax: number = JSON_DEPTH_MAX): boolean {
   let depth = 0;
-  let inString = false;
-  for (let charIndex = 0; charIndex < text.length; charIndex++) {
+  const length = text.length;
+  for (let charIndex = 0; charIndex < length; charIndex++) {
     const code = text.charCodeAt(charIndex);
-    if (inString) {
-      if (code === 0x5c) charIndex++;
-      else if (code === 0x22) inString = false;
-    } else if (code === 0x22) {
-      inString = true;
+    if (code === 0x22) {
+      const end = closingQuoteIndex(text, charIndex + 1);
+      if (end < 0) return false;
+      charIndex = end;
     } else if (code === 0x5b || code === 0x7b) {
       depth++;
       if (depth > depthMax) return true;
@@ -26,6 +29,19 @@ export function isJsonTooDeep(text: string, depthMax: number = JSON_DEPTH_MAX): 
     }
   }
   return false;
+}
+
+/** Index of the quote that ends a string whose content starts at `from`; -1 when unterminated. */
+function closingQuoteIndex(text: string, from: number): number {
+  let quote = text.indexOf('"', from);
+  while (quote >= 0) {
+    let backslashes = 0;
+    while (quote - backslashes - 1 >= from && text.charCodeAt(quote - backslashes - 1) === 0x5c)
+      backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    quote = text.indexOf('"', quote + 1);
+  }
+  return -1;
 }
 
 /** JSON.parse for stored or received text; undefined when invalid or too deep. */

@@ -108,8 +108,23 @@ const EMPTY_GUID = '00000000-0000-0000-0000-000000000000';
 
 /** .NET Guid.TryParse's common forms (dashes and braces optional); the empty GUID is rejected. */
 export function parseGuid(text: string): string | undefined {
+  if (isCanonicalGuid(text)) return text === EMPTY_GUID ? undefined : text;
   const match = GUID.exec(text.trim());
   if (match === null) return undefined;
   const guid = match.slice(1, 6).join('-').toLowerCase();
   return guid === EMPTY_GUID ? undefined : guid;
+}
+
+/** `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lower-case hex: already in parseGuid's output form. */
+function isCanonicalGuid(text: string): boolean {
+  if (text.length !== 36) return false;
+  for (let charIndex = 0; charIndex < 36; charIndex++) {
+    const code = text.charCodeAt(charIndex);
+    if (charIndex === 8 || charIndex === 13 || charIndex === 18 || charIndex === 23) {
+      if (code !== 0x2d) return false;
+    } else if (!((code >= 0x30 && code <= 0x39) || (code >= 0x61 && code <= 0x66))) {
+      return false;
+    }
+  }
+  return true;
 }
