@@ -137,6 +137,9 @@ interface EncodedField {
   readonly isJson: boolean;
 }
 
+/** Shared by every event without data or metadata: zero bytes cannot be written to. */
+const ABSENT_FIELD: EncodedField = { bytes: Buffer.alloc(0), isJson: false };
+
 /**
  * Objects and arrays are stored as indented JSON; a string that holds a JSON object or array
  * is stored the same way; any other string is stored as its UTF-8 bytes; numbers, booleans,
@@ -146,7 +149,7 @@ function encodeField(value: unknown): EncodedField {
   if (typeof value === 'object' && value !== null) {
     return { bytes: Buffer.from(JSON.stringify(value, null, 2)), isJson: true };
   }
-  if (typeof value !== 'string') return { bytes: Buffer.alloc(0), isJson: false };
+  if (typeof value !== 'string') return ABSENT_FIELD;
   const trimmed = value.trim();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
     const parsed = parseJsonSafely(trimmed)?.value;

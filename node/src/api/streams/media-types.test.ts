@@ -4,6 +4,7 @@ import {
   FEED_CODECS,
   INCOMING_CODECS,
   MediaType,
+  WRITE_CODECS,
   negotiate,
   parseRequestContentType,
 } from './media-types.js';
@@ -50,5 +51,22 @@ describe('parseRequestContentType', () => {
     );
     expect(parseRequestContentType(MediaType.EventsJson, INCOMING_CODECS).kind).toBe('unsupported');
     expect(parseRequestContentType(undefined, INCOMING_CODECS).kind).toBe('unsupported');
+  });
+
+  it('answers per codec list when the same header is seen again (remembered answers)', () => {
+    const header = 'application/vnd.kurrent.events+json; charset=UTF-8';
+    for (let round = 0; round < 3; round++) {
+      expect(parseRequestContentType(header, WRITE_CODECS)).toEqual({
+        kind: 'ok',
+        mediaType: MediaType.EventsJson,
+      });
+      expect(parseRequestContentType(header, INCOMING_CODECS).kind).toBe('unsupported');
+    }
+    // More distinct headers than are remembered: answers stay right.
+    for (let index = 0; index < 600; index++) {
+      const odd = `application/x-${index}`;
+      expect(parseRequestContentType(odd, WRITE_CODECS).kind).toBe('unsupported');
+    }
+    expect(parseRequestContentType(header, WRITE_CODECS).kind).toBe('ok');
   });
 });

@@ -131,18 +131,39 @@ export function negotiate(
 export type RequestContentType =
   { readonly kind: 'ok'; readonly mediaType: MediaTypeValue } | { readonly kind: 'unsupported' };
 
+const UNSUPPORTED: RequestContentType = { kind: 'unsupported' };
+
+/** Clients send few distinct Content-Type values; answers are remembered per codec list. */
+const CONTENT_TYPE_CACHE_ENTRY_COUNT_MAX = 256;
+const contentTypeCache = new WeakMap<readonly MediaTypeValue[], Map<string, RequestContentType>>();
+
 /** Parses a request Content-Type against a route's codecs (exact match, UTF-8 charset only). */
 export function parseRequestContentType(
   header: string | undefined,
   codecs: readonly MediaTypeValue[],
 ): RequestContentType {
-  if (header === undefined) return { kind: 'unsupported' };
+  if (header === undefined) return UNSUPPORTED;
+  let cache = contentTypeCache.get(codecs);
+  if (cache === undefined) {
+    cache = new Map();
+    contentTypeCache.set(codecs, cache);
+  }
+  let parsed = cache.get(header);
+  if (parsed === undefined) {
+    parsed = parseContentType(header, codecs);
+    if (cache.size >= CONTENT_TYPE_CACHE_ENTRY_COUNT_MAX) cache.clear();
+    cache.set(header, parsed);
+  }
+  return parsed;
+}
+
+function parseContentType(header: string, codecs: readonly MediaTypeValue[]): RequestContentType {
   const [type = '', ...params] = header.split(';').map((s) => s.trim());
   const charset = params.find((p) => p.toLowerCase().startsWith('charset='));
-  if (charset !== undefined && !/^charset="?utf-?8"?$/i.test(charset))
-    return { kind: 'unsupported' };
-  const mediaType = codecs.find((c) => c === canonical(type.toLowerCase()));
-  return mediaType === undefined ? { kind: 'unsupported' } : { kind: 'ok', mediaType };
+  if (charset !== undefined && !/^charset="?utf-?8"?$/i.test(charset)) return UNSUPPORTED;
+  const wanted = canonical(type.toLowerCase());
+  const mediaType = codecs.find((c) => c === wanted);
+  return mediaType === undefined ? UNSUPPORTED : { kind: 'ok', mediaType };
 }
 
 export function isXmlType(mediaType: string): boolean {
