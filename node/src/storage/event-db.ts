@@ -66,6 +66,27 @@ type WriteRequest = {
   readonly reject: (e: unknown) => void;
 };
 
+/** A batch written to the chunk whose data fsync may still be running. */
+interface InflightBatch {
+  readonly ctx: BatchContext;
+  readonly encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[];
+  readonly outcomes: readonly QueuedOutcome[];
+  readonly endPosition: number;
+  readonly sizeBytes: number;
+  readonly startedMs: number;
+  /** Its data fsync finished. */
+  durable: boolean;
+}
+
+/** Batches whose data fsyncs may run at once (the disk overlaps concurrent flushes). */
+const PIPELINE_BATCHES_MAX = Number(process.env.EDB_PIPELINE_MAX ?? 2);
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => { resolve = r; });
+  return { promise, resolve };
+}
+
 interface QueuedOutcome {
   readonly request: WriteRequest;
   readonly groups: readonly PlannedRecordGroup[];
@@ -138,7 +159,14 @@ export class Engine implements EventDb {
   /** End of the log covered by writer.chk and applied to the index: what readers may see. */
   private committedPos: number;
   /** Batches whose data is durable but whose writer.chk update and apply are still running. */
+  /** Contexts of the batches in `pipeline` (the overlay later batches are decided against). */
   private readonly inflight: BatchContext[] = [];
+  /** Batches written but not yet applied, in log order (see writeBatch / commitPipeline). */
+  private readonly pipeline: InflightBatch[] = [];
+  private committing = false;
+  /** Resolved whenever the pipeline shrinks (writer backpressure and drains wait on it). */
+  private pipelineProgress: { promise: Promise<void>; resolve: () => void } = deferred();
+  /** Serialises writer.chk updates made outside the pipeline (chunk rollover). */
   private checkpointTail: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(w: CommittedWrite) => void>();
   private readonly lastNumberCache = new BoundedCache<string, number>(200_000);
@@ -362,7 +390,12 @@ export class Engine implements EventDb {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise<AppendResult>((resolve, reject) => {
       this.queue.push({ build, resolve, reject, requiresFreshChunk });
-      if (!this.writing) void this.runWriter();
+      if (!this.writing) {
+        // Start on the next turn of the event loop: every append arriving in this turn (all the
+        // writers woken by one acknowledgement, all the requests read in one poll) joins the batch.
+        this.writing = true;
+        setImmediate(() => void this.runWriter());
+      }
     });
   }
 
@@ -379,6 +412,7 @@ export class Engine implements EventDb {
         const startedMs = performance.now();
         const batch = this.formBatch();
         if (batch.outcomes.length === 0 && batch.needsNewChunk) {
+          await this.drainPipeline();
           await this.checkpointTail;
           await this.registry.completeActiveAndStartNext();
           this.writerPos = this.registry.active.startPosition;
@@ -453,35 +487,81 @@ export class Engine implements EventDb {
       encoded.push({ outcome, groups });
     }
     assert(offset === batch.sizeBytes, `batch encoded ${offset} bytes, planned ${batch.sizeBytes}`);
-    const rejectAll = (err: unknown): void => { for (const o of batch.outcomes) o.request.reject(err); };
+    let durable: Promise<void> = Promise.resolve();
     if (offset > 0) {
       const active = this.registry.active;
       assert(active.startPosition + active.physicalDataSizeBytes === this.writerPos, 'active chunk end matches the writer position');
-      try {
-        await active.append(buf);
-        await active.sync();
-      } catch (err: unknown) {
-        const fatal = err instanceof FatalError ? err : new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
-        rejectAll(fatal);
-        throw fatal;
-      }
+      durable = active.appendDurably(buf).catch((err: unknown) => {
+        throw err instanceof FatalError ? err : new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
+      });
       this.writerPos += offset;
     }
-    const end = this.writerPos;
+    const inflight: InflightBatch = {
+      ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: this.writerPos, sizeBytes: offset, startedMs, durable: false,
+    };
+    this.pipeline.push(inflight);
     this.inflight.push(batch.ctx);
-    const applied = this.checkpointTail
-      .then(() => (offset > 0 ? this.checkpoints.writer.write(end) : undefined))
-      .then(() => {
+    durable.then(
+      () => { inflight.durable = true; void this.commitPipeline(); },
+      (err: unknown) => this.failPipeline(err),
+    );
+    // Backpressure: a bounded number of batches fsyncing at once.
+    while (this.pipeline.length >= PIPELINE_BATCHES_MAX && !this.failed) await this.pipelineProgress.promise;
+  }
+
+  /**
+   * Moves writer.chk over every batch whose data is durable, in log order, and applies them.
+   * Data fsyncs of consecutive batches overlap; one writer.chk update covers all the batches
+   * that became durable while the previous update was being fsynced.
+   */
+  private async commitPipeline(): Promise<void> {
+    if (this.committing) return;
+    this.committing = true;
+    try {
+      while (!this.failed && this.pipeline[0]?.durable === true) {
+        let n = 0;
+        while (n < this.pipeline.length && this.pipeline[n]!.durable) n++;
+        const batches = this.pipeline.slice(0, n);
+        const end = batches[n - 1]!.endPosition;
+        if (batches.some((b) => b.sizeBytes > 0)) {
+          // Ordered after any rollover checkpoint write.
+          await this.checkpointTail;
+          await this.checkpoints.writer.write(end);
+        }
+        if (this.failed) return;
         this.committedPos = end;
-        this.recordFlush(offset, performance.now() - startedMs);
-        this.applyCommitted(encoded);
-        this.inflight.splice(this.inflight.indexOf(batch.ctx), 1);
-      });
-    // A failed checkpoint write (or an earlier failed batch) fails every batch behind it.
-    applied.catch((err: unknown) => { rejectAll(err); this.fail(err); });
-    this.checkpointTail = applied;
-    // Backpressure: at most two batches in flight (one fsyncing data, one fsyncing writer.chk).
-    if (this.inflight.length >= 2) await this.checkpointTail.catch(() => undefined);
+        for (const b of batches) {
+          this.recordFlush(b.sizeBytes, performance.now() - b.startedMs);
+          this.applyCommitted(b.encoded);
+          this.inflight.splice(this.inflight.indexOf(b.ctx), 1);
+        }
+        this.pipeline.splice(0, n);
+        this.signalPipelineProgress();
+      }
+    } catch (err: unknown) {
+      this.failPipeline(err);
+    } finally {
+      this.committing = false;
+    }
+  }
+
+  /** A failed write or fsync (of data or writer.chk) fails every batch in flight and stops the node. */
+  private failPipeline(err: unknown): void {
+    for (const b of this.pipeline.splice(0)) for (const o of b.outcomes) o.request.reject(err);
+    this.inflight.splice(0);
+    this.fail(err);
+    this.signalPipelineProgress();
+  }
+
+  private signalPipelineProgress(): void {
+    const current = this.pipelineProgress;
+    this.pipelineProgress = deferred();
+    current.resolve();
+  }
+
+  /** Waits until every written batch is applied (or the engine failed). */
+  private async drainPipeline(): Promise<void> {
+    while (this.pipeline.length > 0 && !this.failed) await this.pipelineProgress.promise;
   }
 
   /** Everything in the batch is durable: index it, update caches, tell listeners, answer. */
@@ -856,6 +936,7 @@ export class Engine implements EventDb {
     for (let i = 0; i < 1000 && (this.writing || this.queue.length > 0) && !this.failed; i++) {
       await new Promise((r) => setTimeout(r, 5));
     }
+    await this.drainPipeline();
     await this.checkpointTail.catch(() => undefined);
     if (!this.failed) {
       await this.index.flush();

@@ -206,17 +206,23 @@ export class Chunk {
     return target.subarray(0, n);
   }
 
-  /** Appends record bytes at the end of the data (active chunk only); not yet durable. */
-  async append(bytes: Uint8Array): Promise<void> {
-    if (this.isCompleted) throw new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`);
-    // Into the page cache directly: the fdatasync that follows is what waits for the disk.
-    this.file.writeSync(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+  /**
+   * Appends record bytes at the end of the data (active chunk only) and returns the promise of
+   * their fdatasync. The bytes go straight into the page cache (a thread-pool hop would cost more
+   * than the copy) and the position is taken at once, so the writer can append the next batch
+   * while this one flushes. The running checksum is updated while the disk flushes.
+   */
+  appendDurably(bytes: Uint8Array): Promise<void> {
+    if (this.isCompleted) return Promise.reject(new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`));
+    try {
+      this.file.writeSync(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+    } catch (err: unknown) {
+      return Promise.reject(err);
+    }
     this.dataSizeBytes += bytes.length;
+    const synced = syncOrDie(this.file);
     if (this.runningCrc !== undefined) this.runningCrc = crc32(bytes, this.runningCrc);
-  }
-
-  async sync(): Promise<void> {
-    await syncOrDie(this.file);
+    return synced;
   }
 
   /** Drops data past `physicalSize` (recovery: discard what writer.chk does not cover). */
