@@ -79,7 +79,13 @@ interface InflightBatch {
 }
 
 /** Batches whose data fsyncs may run at once (the disk overlaps concurrent flushes). */
-const PIPELINE_BATCHES_MAX = Number(process.env.EDB_PIPELINE_MAX ?? 2);
+const PIPELINE_BATCHES_MAX = 2;
+
+/**
+ * A batch closes once it holds this much, so that under heavy load the next batch is encoded
+ * while this one flushes (a single huge batch would leave the disk idle during encoding).
+ */
+const GROUP_COMMIT_BYTES_TARGET = 1024 * 1024;
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -458,7 +464,7 @@ export class Engine implements EventDb {
         continue;
       }
       const size = built.reduce((n, g) => n + plannedSizeBytes(g), 0);
-      if (sizeBytes + size > spaceBytes || (sizeBytes > 0 && sizeBytes + size > WRITE_BATCH_BYTES_MAX)) {
+      if (sizeBytes + size > spaceBytes || (sizeBytes > 0 && sizeBytes + size > GROUP_COMMIT_BYTES_TARGET)) {
         // The request stays queued and is decided again, against a fresh context, next batch.
         return { outcomes, needsNewChunk: sizeBytes + size > spaceBytes, sizeBytes, ctx };
       }
