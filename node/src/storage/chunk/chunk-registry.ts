@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import { Chunk } from './chunk.js';
 import { DirectoryChunkStorage, type ChunkStorage } from './chunk-storage.js';
+import { dropScratch } from './scratch-buffers.js';
 import { CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
 
 /** Zeros written per call when preallocating a chunk file. */
@@ -81,6 +82,7 @@ export class ChunkRegistry {
       for (let i = chunk.header.chunkStartNumber; i <= chunk.header.chunkEndNumber; i++) this.chunks[i] = chunk;
       expected = chunk.header.chunkEndNumber + 1;
     }
+    dropScratch(); // the verification buffer
     await this.recoverTail(writerPosition);
   }
 

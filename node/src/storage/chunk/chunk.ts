@@ -19,10 +19,13 @@ import { decodeFrame, type FrameResult } from '../format/record.js';
 import { FatalError } from '../../errors.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import { readInt64 } from '../format/binary.js';
+import { giveBackScratch, takeScratch } from './scratch-buffers.js';
 
 /** Bytes read ahead when fetching one record; most records fit in one read. */
 const READ_AHEAD_BYTES = 4096;
 const POSMAP_ENTRY_BYTES = 12;
+/** Bytes read per step when verifying a whole chunk's checksum. */
+const VERIFY_STEP_BYTES = 8 * 1024 * 1024;
 
 export class Chunk {
   readonly header: ChunkHeader;
@@ -115,12 +118,17 @@ export class Chunk {
     if (!footer) return;
     const total = footer.physicalDataSizeBytes + footer.mapCount * POSMAP_ENTRY_BYTES;
     let crc = 0;
-    const step = 8 * 1024 * 1024;
-    for (let done = 0; done < total; done += step) {
-      const len = Math.min(step, total - done);
-      const part = this.file.readSync(CHUNK_HEADER_SIZE_BYTES + done, len);
-      if (part.length !== len) throw corrupt(this.file, 'data is shorter than the footer says');
-      crc = crc32(part, crc);
+    // One reused buffer: a fresh 8 MiB buffer per step left glibc holding the freed memory.
+    const buf = takeScratch(VERIFY_STEP_BYTES);
+    try {
+      for (let done = 0; done < total; done += VERIFY_STEP_BYTES) {
+        const len = Math.min(VERIFY_STEP_BYTES, total - done);
+        const n = this.file.readIntoSync(buf, CHUNK_HEADER_SIZE_BYTES + done, len);
+        if (n !== len) throw corrupt(this.file, 'data is shorter than the footer says');
+        crc = crc32(buf.subarray(0, n), crc);
+      }
+    } finally {
+      giveBackScratch(buf);
     }
     if (crc !== footer.dataCrc32) throw corrupt(this.file, 'data checksum does not match the footer');
   }
@@ -177,6 +185,36 @@ export class Chunk {
       if (v < physicalOffset) lo = mid + 1; else hi = mid - 1;
     }
     return -1;
+  }
+
+  /** Entries of the position map (0 for a chunk that was never scavenged). */
+  get positionMapEntryCount(): number {
+    return this.posMapLogical?.length ?? 0;
+  }
+
+  /** Logical offset of the i-th position map entry (entries are in physical = logical order). */
+  logicalOffsetOfMapEntry(i: number): number {
+    return this.posMapLogical![i]!;
+  }
+
+  /** Physical offset of the i-th position map entry. */
+  physicalOffsetOfMapEntry(i: number): number {
+    return this.posMapPhysical![i]!;
+  }
+
+  /**
+   * For a completed chunk: whether `dataCrc32`, the crc32 of all record data as a scan read it,
+   * continued over the position map, equals the footer's checksum. Lets a sequential scan verify
+   * the whole chunk with one crc pass over the bytes it reads anyway.
+   */
+  checksumMatchesData(dataCrc32: number): boolean {
+    const footer = this.footer;
+    if (!footer) return false;
+    let crc = dataCrc32;
+    if (footer.mapCount > 0) {
+      crc = crc32(this.file.readSync(CHUNK_HEADER_SIZE_BYTES + footer.physicalDataSizeBytes, footer.mapCount * POSMAP_ENTRY_BYTES), crc);
+    }
+    return crc === footer.dataCrc32;
   }
 
   /**

@@ -5,10 +5,11 @@
  * min/max timestamp of each logical chunk, and weight for the chunk of every metadata record
  * that a newer one replaces. One state transaction per chunk, with the checkpoint.
  */
-import { PrepareFlags, RecordType, decodePayload, decodePrepareHeader } from '../format/record.js';
+import { PrepareFlags, RecordType, decodePayload } from '../format/record.js';
 import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
 import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } from '../stream-metadata.js';
-import { forEachFrame } from './chunk-frames.js';
+import { FRAME_PAYLOAD_OFFSET_BYTES, corrupt, forEachFrame, frameChecksumOk } from './chunk-frames.js';
+import { StreamNameMemo, frameRecordType, prepareEventNumber, prepareFlags, prepareTimestampMs } from './record-fields.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
 import type { OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
 
@@ -23,21 +24,48 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
     if (chunk.header.chunkEndNumber > lastChunkInScope || !chunk.isCompleted) break;
     const times = new Map<number, { minMs: number; maxMs: number }>();
     const changes = new ChunkChanges(state, access.hasher);
-    await forEachFrame(chunk, (_frame, logPosition, payload) => {
-      if (payload.readUInt8(0) !== RecordType.Prepare) return;
-      const header = decodePrepareHeader(payload);
+    const memo = new StreamNameMemo();
+    let stream = '';
+    let isMeta = false;
+    // Time range of the logical chunk being read, folded into `times` when the chunk changes.
+    let timeChunk = -1;
+    let minMs = 0;
+    let maxMs = 0;
+    const foldTimes = (): void => {
+      if (timeChunk < 0) return;
+      const t = times.get(timeChunk);
+      if (!t) times.set(timeChunk, { minMs, maxMs });
+      else { t.minMs = Math.min(t.minMs, minMs); t.maxMs = Math.max(t.maxMs, maxMs); }
+    };
+    await forEachFrame(chunk, (block, frame, size, logPosition) => {
+      if (frameRecordType(block, frame) !== RecordType.Prepare) return;
+      const timestampMs = prepareTimestampMs(block, frame);
       const logicalChunk = Math.floor(logPosition / access.chunkSizeBytes);
-      const t = times.get(logicalChunk);
-      if (!t) times.set(logicalChunk, { minMs: header.timestampMs, maxMs: header.timestampMs });
-      else { t.minMs = Math.min(t.minMs, header.timestampMs); t.maxMs = Math.max(t.maxMs, header.timestampMs); }
-      changes.hashUser(header.stream);
-      if (isMetastream(header.stream)) {
-        const record = decodePayload(payload);
-        if (record.type === RecordType.Prepare) changes.metadata(header.stream, header.eventNumber, logicalChunk, record.data);
-      } else if ((header.flags & PrepareFlags.StreamDelete) !== 0 || header.eventNumber === TOMBSTONE_EVENT_NUMBER) {
-        changes.tombstone(header.stream);
+      if (logicalChunk !== timeChunk) {
+        foldTimes();
+        timeChunk = logicalChunk;
+        minMs = timestampMs;
+        maxMs = timestampMs;
+      } else {
+        if (timestampMs < minMs) minMs = timestampMs;
+        if (timestampMs > maxMs) maxMs = timestampMs;
+      }
+      if (!memo.same(block, frame)) {
+        stream = memo.remember(block, frame);
+        isMeta = isMetastream(stream);
+        changes.hashUser(stream);
+      }
+      const eventNumber = prepareEventNumber(block, frame);
+      if (isMeta) {
+        // Decoded in full: checked on its own first (the chunk's checksum is only known at the end).
+        if (!frameChecksumOk(block, frame, size)) throw corrupt(chunk, logPosition - chunk.startPosition, 'checksum mismatch');
+        const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
+        if (record.type === RecordType.Prepare) changes.metadata(stream, eventNumber, logicalChunk, record.data);
+      } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || eventNumber === TOMBSTONE_EVENT_NUMBER) {
+        changes.tombstone(stream);
       }
     }, () => pacer.yieldNow());
+    foldTimes();
     state.transaction(() => {
       changes.apply();
       for (const [n, t] of times) {

@@ -4,13 +4,17 @@
  * neighbouring chunks, and finally drops index entries whose records are gone.
  */
 import { randomUUID } from 'node:crypto';
-import { RecordType, commitTransactionPosition, decodePrepareHeader } from '../format/record.js';
+import { RecordType } from '../format/record.js';
 import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
 import { isMetastream } from '../stream-metadata.js';
 import { ScavengedChunkWriter } from '../chunk/chunk-writer.js';
 import type { Chunk } from '../chunk/chunk.js';
 import { forEachFrame } from './chunk-frames.js';
+import {
+  StreamNameMemo, commitTransactionPositionAt, frameRecordType, prepareEventNumber, prepareTimestampMs, prepareTransactionPosition,
+} from './record-fields.js';
 import type { BlockFile } from '../../platform/block-file.js';
+import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
 import type { MetastreamData, OriginalStreamData, ScavengeListener, ScavengePoint, ScavengeState } from './scavenge-types.js';
@@ -32,19 +36,73 @@ export function loadDiscardRules(state: ScavengeState, point: ScavengePoint): Di
 
 /** Whether an event record is removed by this scavenge. Pure. */
 export function isDiscarded(rules: DiscardRules, stream: string, eventNumber: number, timestampMs: number): boolean {
-  if (isMetastream(stream)) {
-    const m = rules.metas.get(stream);
-    return m !== undefined && (m.isTombstoned || eventNumber < m.discardPoint);
-  }
-  const o = rules.originals.get(stream);
+  if (isMetastream(stream)) return isDiscardedFromMetastream(rules.metas.get(stream), eventNumber);
+  return isDiscardedFromOriginal(rules.originals.get(stream), eventNumber, timestampMs, rules.effectiveNowMs);
+}
+
+function isDiscardedFromMetastream(m: MetastreamData | undefined, eventNumber: number): boolean {
+  return m !== undefined && (m.isTombstoned || eventNumber < m.discardPoint);
+}
+
+/** `timestampMs` matters only for streams with $maxAge. */
+function isDiscardedFromOriginal(o: OriginalStreamData | undefined, eventNumber: number, timestampMs: number, effectiveNowMs: number): boolean {
   if (!o) return false;
   if (o.isTombstoned) return eventNumber !== TOMBSTONE_EVENT_NUMBER;
   if (eventNumber >= o.lastEventNumber) return false;
   if (eventNumber < o.discardPoint) return true;
   if (eventNumber < o.maybeDiscardPoint && o.maxAgeSeconds !== null) {
-    return timestampMs < rules.effectiveNowMs - o.maxAgeSeconds * 1000;
+    return timestampMs < effectiveNowMs - o.maxAgeSeconds * 1000;
   }
   return false;
+}
+
+/**
+ * The per-record decisions of one chunk rewrite, read straight from the frames: the stream's
+ * rules are looked up once per run of records of the same stream, and a commit is dropped when
+ * every prepare of its write was (same decisions as `isDiscarded`).
+ */
+class ChunkFilter {
+  private readonly memo = new StreamNameMemo();
+  private isMeta = false;
+  private meta: MetastreamData | undefined;
+  private original: OriginalStreamData | undefined;
+  private readonly keptPerTransaction = new Map<number, number>();
+  private currentTransaction = -1;
+  private currentKept = 0;
+  kept = 0;
+  removed = 0;
+
+  constructor(private readonly rules: DiscardRules) {}
+
+  keeps(block: Buffer, frame: number): boolean {
+    const type = frameRecordType(block, frame);
+    if (type === RecordType.Prepare) {
+      if (!this.memo.same(block, frame)) {
+        const stream = this.memo.remember(block, frame);
+        this.isMeta = isMetastream(stream);
+        this.meta = this.isMeta ? this.rules.metas.get(stream) : undefined;
+        this.original = this.isMeta ? undefined : this.rules.originals.get(stream);
+      }
+      const transaction = prepareTransactionPosition(block, frame);
+      if (transaction !== this.currentTransaction) {
+        if (this.currentTransaction >= 0) this.keptPerTransaction.set(this.currentTransaction, this.currentKept);
+        this.currentTransaction = transaction;
+        this.currentKept = this.keptPerTransaction.get(transaction) ?? 0;
+      }
+      const eventNumber = prepareEventNumber(block, frame);
+      const drop = this.isMeta
+        ? isDiscardedFromMetastream(this.meta, eventNumber)
+        : isDiscardedFromOriginal(this.original, eventNumber, this.original?.maxAgeSeconds != null ? prepareTimestampMs(block, frame) : 0, this.rules.effectiveNowMs);
+      if (drop) { this.removed++; return false; }
+      this.currentKept++;
+    } else if (type === RecordType.Commit) {
+      const transaction = commitTransactionPositionAt(block, frame);
+      const keptOfWrite = transaction === this.currentTransaction ? this.currentKept : this.keptPerTransaction.get(transaction);
+      if (keptOfWrite === 0) return false; // its whole write is gone
+    }
+    this.kept++;
+    return true;
+  }
 }
 
 export function chunkWeight(state: ScavengeState, chunk: Chunk): number {
@@ -83,51 +141,105 @@ export async function executeChunks(
   }
 }
 
+type ExecutionRun = { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; pool: ChunkRewritePool | undefined };
+
 async function executeChunksWith(
-  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint,
-  run: { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; pool: ChunkRewritePool | undefined },
+  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, run: ExecutionRun,
   pacer: ScavengePacer, totals: ExecutionTotals, rules: DiscardRules,
 ): Promise<void> {
   const todo = chunksInScope(access, point).filter((c) => run.doneLogicalChunkNumber === null || c.header.chunkStartNumber > run.doneLogicalChunkNumber);
   const done = new Set<number>();
+  const markDone = (chunk: Chunk): void => {
+    done.add(chunk.header.chunkStartNumber);
+    // The checkpoint only moves over a contiguous prefix of finished chunks.
+    let contiguous = run.doneLogicalChunkNumber;
+    for (const c of todo) {
+      if (!done.has(c.header.chunkStartNumber)) break;
+      contiguous = c.header.chunkEndNumber;
+    }
+    if (contiguous !== null) {
+      const doneLogicalChunkNumber = contiguous;
+      state.transaction(() => state.setCheckpoint({ stage: 'ExecutingChunks', scavengePoint: point, doneLogicalChunkNumber }));
+    }
+  };
+  const pool = run.pool;
+  if (!pool) {
+    await executeInThread(access, state, point, todo, rules, run, pacer, totals, markDone);
+    return;
+  }
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < todo.length) {
       const chunk = todo[next++]!;
-      await executeOne(access, state, point, chunk, rules, run, pacer, totals);
-      done.add(chunk.header.chunkStartNumber);
-      // The checkpoint only moves over a contiguous prefix of finished chunks.
-      let contiguous = run.doneLogicalChunkNumber;
-      for (const c of todo) {
-        if (!done.has(c.header.chunkStartNumber)) break;
-        contiguous = c.header.chunkEndNumber;
+      const startedMs = performance.now();
+      const weight = chunkWeight(state, chunk);
+      if (meetsThreshold(weight, point.threshold)) {
+        const tempName = `${randomUUID()}.scavenge.tmp`;
+        const counts = await pool.rewrite(chunk, tempName);
+        await completeOne(access, state, chunk, { weight, tempName, startedMs, ...counts }, run, totals);
+      } else {
+        logSkipped(access, point, chunk, weight);
       }
-      if (contiguous !== null) {
-        const doneLogicalChunkNumber = contiguous;
-        state.transaction(() => state.setCheckpoint({ stage: 'ExecutingChunks', scavengePoint: point, doneLogicalChunkNumber }));
-      }
+      markDone(chunk);
       await pacer.afterUnit();
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, run.threads) }, () => worker()));
 }
 
-async function executeOne(
-  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, chunk: Chunk, rules: DiscardRules,
-  run: { scavengeId: string; listener: ScavengeListener; pool: ChunkRewritePool | undefined }, pacer: ScavengePacer, totals: ExecutionTotals,
+/**
+ * One thread, two stages in a pipeline: while chunk N's copy is being made durable (fsync),
+ * swapped in and checkpointed, chunk N+1 is already read and filtered. Swaps and checkpoints
+ * stay in chunk order, and a run that stops or fails waits for the chunk in its second stage.
+ */
+async function executeInThread(
+  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, todo: readonly Chunk[], rules: DiscardRules,
+  run: ExecutionRun, pacer: ScavengePacer, totals: ExecutionTotals, markDone: (chunk: Chunk) => void,
 ): Promise<void> {
-  const startedMs = performance.now();
-  const weight = chunkWeight(state, chunk);
-  const range = { chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber };
-  if (!meetsThreshold(weight, point.threshold)) {
-    access.log.info({ ...range, weight, threshold: point.threshold }, `skipping chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${weight}`);
-    return;
+  let previous: Promise<void> = Promise.resolve();
+  try {
+    for (const chunk of todo) {
+      const startedMs = performance.now();
+      const weight = chunkWeight(state, chunk);
+      if (!meetsThreshold(weight, point.threshold)) {
+        await previous;
+        logSkipped(access, point, chunk, weight);
+        markDone(chunk);
+      } else {
+        const tempName = `${randomUUID()}.scavenge.tmp`;
+        const copy = await writeScavengedCopy(chunk, access.registry.storage.create(tempName), access.chunkSizeBytes, rules, () => pacer.yieldNow());
+        const before = previous;
+        previous = (async () => {
+          await before;
+          await copy.durable;
+          await completeOne(access, state, chunk, { weight, tempName, startedMs, kept: copy.kept, removed: copy.removed }, run, totals);
+          markDone(chunk);
+        })();
+        previous.catch(() => {}); // awaited below or by the next chunk
+      }
+      await pacer.afterUnit();
+    }
+  } catch (err: unknown) {
+    // Let the chunk in the second stage finish first; a fatal error there wins.
+    const earlier = await previous.then(() => undefined, (e: unknown) => e);
+    throw earlier instanceof FatalError ? earlier : err;
   }
-  const tempName = `${randomUUID()}.scavenge.tmp`;
-  const { kept, removed } = run.pool
-    ? await run.pool.rewrite(chunk, tempName)
-    : await rewriteChunk(chunk, access.registry.storage.create(tempName), access.chunkSizeBytes, rules, () => pacer.yieldNow());
-  const swapped = await access.registry.swapIn(tempName);
+  await previous;
+}
+
+function logSkipped(access: ScavengeAccess, point: ScavengePoint, chunk: Chunk, weight: number): void {
+  const range = { chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber };
+  access.log.info({ ...range, weight, threshold: point.threshold }, `skipping chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${weight}`);
+}
+
+/** Swaps a finished, durable copy in, resets the chunk's weights, logs and reports it. */
+async function completeOne(
+  access: ScavengeAccess, state: ScavengeState, chunk: Chunk,
+  copy: { weight: number; tempName: string; startedMs: number; kept: number; removed: number },
+  run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
+): Promise<void> {
+  const range = { chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber };
+  const swapped = await access.registry.swapIn(copy.tempName);
   const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
   state.transaction(() => {
     for (let n = range.chunkStartNumber; n <= range.chunkEndNumber; n++) state.resetChunkWeight(n);
@@ -135,41 +247,71 @@ async function executeOne(
   totals.spaceSavedBytes += spaceSavedBytes;
   totals.executedChunks += 1;
   totals.maxChunkScavenged = Math.max(totals.maxChunkScavenged, range.chunkEndNumber);
-  const timeTakenMs = performance.now() - startedMs;
-  access.log.info({ ...range, weight, keptRecords: kept, removedRecords: removed, spaceSavedBytes, timeTakenMs: Math.round(timeTakenMs) },
-    `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${weight}`);
-  await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes, wasScavenged: true, weight, errorMessage: '' });
+  const timeTakenMs = performance.now() - copy.startedMs;
+  access.log.info({ ...range, weight: copy.weight, keptRecords: copy.kept, removedRecords: copy.removed, spaceSavedBytes, timeTakenMs: Math.round(timeTakenMs) },
+    `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${copy.weight}`);
+  await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes, wasScavenged: true, weight: copy.weight, errorMessage: '' });
 }
 
 /**
- * Copies the records of `chunk` that this scavenge keeps into a new scavenged chunk file.
- * A commit record goes too when every event of its write was removed. Shared by the in-thread
- * path and the worker threads (execute-worker.ts).
+ * Copies the records of `chunk` that this scavenge keeps into a new scavenged chunk file and
+ * makes it durable. A commit record goes too when every event of its write was removed. Used by
+ * the worker threads (execute-worker.ts).
  */
 export async function rewriteChunk(
   chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
 ): Promise<{ kept: number; removed: number }> {
+  const copy = await writeScavengedCopy(chunk, file, chunkSizeBytes, rules, between);
+  await copy.durable;
+  return { kept: copy.kept, removed: copy.removed };
+}
+
+/**
+ * First stage of a rewrite: reads and filters `chunk` into `file`. Resolves once every kept
+ * frame has been handed to the file; `durable` then resolves when map, footer and fsync are done
+ * and the file is closed (only then may it be swapped in). The file is closed on failure too.
+ */
+export async function writeScavengedCopy(
+  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
+): Promise<{ kept: number; removed: number; durable: Promise<void> }> {
   const writer = new ScavengedChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, chunk.header.chunkEndNumber);
-  await writer.begin();
-  let kept = 0;
-  let removed = 0;
-  const keptPerTransaction = new Map<number, number>();
-  await forEachFrame(chunk, async (frame, logPosition, payload) => {
-    const type = payload.readUInt8(0);
-    if (type === RecordType.Prepare) {
-      const h = decodePrepareHeader(payload);
-      const drop = isDiscarded(rules, h.stream, h.eventNumber, h.timestampMs);
-      keptPerTransaction.set(h.transactionPosition, (keptPerTransaction.get(h.transactionPosition) ?? 0) + (drop ? 0 : 1));
-      if (drop) { removed++; return; }
-    } else if (type === RecordType.Commit) {
-      if (keptPerTransaction.get(commitTransactionPosition(payload)) === 0) return; // its whole write is gone
+  const filter = new ChunkFilter(rules);
+  try {
+    await writer.begin();
+    // Kept frames are copied in runs: [runStart, runEnd) of the current block.
+    let runStart = -1;
+    let runEnd = 0;
+    await forEachFrame(chunk, (block, frame, size, logPosition) => {
+      if (filter.keeps(block, frame)) {
+        writer.mapFrame(logPosition, size);
+        if (runStart < 0) runStart = frame;
+        runEnd = frame + size;
+      } else if (runStart >= 0) {
+        writer.copy(block, runStart, runEnd);
+        runStart = -1;
+      }
+    }, async () => {
+      await writer.drain();
+      await between();
+    }, (block) => {
+      if (runStart >= 0) writer.copy(block, runStart, runEnd);
+      runStart = -1;
+    });
+  } catch (err: unknown) {
+    await writer.settle();
+    await file.close();
+    throw err;
+  }
+  const durable = (async () => {
+    try {
+      await writer.finish(chunk.logicalDataEndPosition - chunk.startPosition);
+    } finally {
+      await writer.settle();
+      await file.close();
     }
-    kept++;
-    await writer.add(frame, logPosition);
-  }, between);
-  await writer.finish(chunk.logicalDataEndPosition - chunk.startPosition);
-  await file.close();
-  return { kept, removed };
+  })();
+  durable.catch(() => {}); // the caller awaits it
+  return { kept: filter.kept, removed: filter.removed, durable };
 }
 
 /**
@@ -186,12 +328,20 @@ export async function mergeChunks(
     const tempName = `${randomUUID()}.merge.scavenge.tmp`;
     const file = access.registry.storage.create(tempName);
     const writer = new ScavengedChunkWriter(file, access.chunkSizeBytes, first.header.chunkStartNumber, last.header.chunkEndNumber);
-    await writer.begin();
-    for (const chunk of group) {
-      await forEachFrame(chunk, (frame, logPosition) => writer.add(frame, logPosition), () => pacer.yieldNow());
+    try {
+      await writer.begin();
+      // Whole blocks are copied: merging keeps every frame, only the map needs each one.
+      for (const chunk of group) {
+        await forEachFrame(chunk, (_block, _frame, size, logPosition) => writer.mapFrame(logPosition, size), async () => {
+          await writer.drain();
+          await pacer.yieldNow();
+        }, (block, used) => writer.copy(block, 0, used));
+      }
+      await writer.finish(last.logicalDataEndPosition - first.startPosition);
+    } finally {
+      await writer.settle();
+      await file.close();
     }
-    await writer.finish(last.logicalDataEndPosition - first.startPosition);
-    await file.close();
     const swapped = await access.registry.swapIn(tempName);
     const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
     totals.spaceSavedBytes += spaceSavedBytes;

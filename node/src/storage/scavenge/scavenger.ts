@@ -15,6 +15,7 @@ import { chunksInScope, chunkWeight, executeChunks, executeIndex, mergeChunks, t
 import { ScavengePacer, ScavengeStopped, type ScavengeAccess } from './scavenge-access.js';
 import type { ScavengeCheckpoint, ScavengeListener, ScavengeOutcome, ScavengeParams, ScavengePoint, ScavengeState } from './scavenge-types.js';
 import { FatalError } from '../../errors.js';
+import { dropScratch } from '../chunk/scratch-buffers.js';
 
 export interface ScavengeRunOptions {
   readonly scavengeId: string;
@@ -53,6 +54,7 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
     }
   } finally {
     state?.close();
+    dropScratch();
   }
   await options.listener.completed({
     scavengeId: options.scavengeId, result: outcome.result, error: outcome.error, timeTakenMs: outcome.timeTakenMs,
