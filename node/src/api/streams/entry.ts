@@ -31,17 +31,34 @@ export function parseEmbed(value: unknown): EmbedLevel {
 export const AUTHOR = { name: 'EventStore' } as const;
 export const EMPTY_FEED_UPDATED = '0001-01-01T00:00:00Z';
 
+/*
+ * One-entry memos: a feed page formats the same stream name for every entry, and the events of
+ * one write share their timestamp, so consecutive calls usually repeat the last argument.
+ */
+let lastDateMs = Number.NaN;
+let lastDateText = '';
+let lastStream: string | undefined;
+let lastEscapedStream = '';
+
 /** ISO 8601 in UTC with trailing fractional zeros trimmed (`2018-08-21T09:53:46.86Z`). */
 export function formatAtomDate(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace(/\.?0+Z$/, 'Z');
+  if (epochMs !== lastDateMs) {
+    lastDateText = new Date(epochMs).toISOString().replace(/\.?0+Z$/, 'Z');
+    lastDateMs = epochMs;
+  }
+  return lastDateText;
 }
 
 /** Uri.EscapeDataString: everything but RFC 3986 unreserved characters is percent-encoded. */
 export function escapeStream(stream: string): string {
-  return encodeURIComponent(stream).replace(
-    /[!'()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  );
+  if (stream !== lastStream) {
+    lastEscapedStream = encodeURIComponent(stream).replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    );
+    lastStream = stream;
+  }
+  return lastEscapedStream;
 }
 
 export interface AtomLink {
