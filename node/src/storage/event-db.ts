@@ -509,7 +509,7 @@ export class Engine implements EventDb {
     this.inflight.push(batch.ctx);
     durable.then(
       () => { inflight.durable = true; void this.commitPipeline(); },
-      (err: unknown) => this.failPipeline(err),
+      (err: unknown) => this.fail(err),
     );
     // Backpressure: a bounded number of batches fsyncing at once.
     while (this.pipeline.length >= PIPELINE_BATCHES_MAX && !this.failed) await this.pipelineProgress.promise;
@@ -545,18 +545,10 @@ export class Engine implements EventDb {
         this.signalPipelineProgress();
       }
     } catch (err: unknown) {
-      this.failPipeline(err);
+      this.fail(err);
     } finally {
       this.committing = false;
     }
-  }
-
-  /** A failed write or fsync (of data or writer.chk) fails every batch in flight and stops the node. */
-  private failPipeline(err: unknown): void {
-    for (const b of this.pipeline.splice(0)) for (const o of b.outcomes) o.request.reject(err);
-    this.inflight.splice(0);
-    this.fail(err);
-    this.signalPipelineProgress();
   }
 
   private signalPipelineProgress(): void {
@@ -647,7 +639,12 @@ export class Engine implements EventDb {
     if (this.failed) return;
     const error = err instanceof Error ? err : new Error(String(err));
     this.failed = error;
+    // Every write not yet acknowledged fails: queued ones and the batches in flight (a failed
+    // write or fsync, of data or of writer.chk, may have left any of them not durable).
     for (const r of this.queue.splice(0)) r.reject(error);
+    for (const b of this.pipeline.splice(0)) for (const o of b.outcomes) o.request.reject(error);
+    this.inflight.splice(0);
+    this.signalPipelineProgress();
     this.deps.onFatal(error);
   }
 

@@ -52,4 +52,23 @@ describe('fsync failure', () => {
     expect(r.kind === 'success' && r.events.map((e) => e.eventNumber)).toEqual([0]);
     await reopened.close();
   });
+
+  it('rejects every append in flight when a data fsync fails under concurrent load: none hangs, none succeeds', async () => {
+    const dir = tempDir();
+    const options = engineOptions(dir);
+    const storage = new FailingSyncStorage(options.dbPath);
+    const fatal: Error[] = [];
+    const db = await openTestEngine(options, { chunkStorage: storage, onFatal: (err) => { fatal.push(err); } });
+    expect(await db.append('warm', -1, [jsonEvent(0)])).toMatchObject({ kind: 'success' });
+    storage.failSyncs = true;
+    const appends = Array.from({ length: 64 }, (_, i) => db.append(`s-${i}`, -2, [jsonEvent(i)]));
+    const settled = await Promise.race([
+      Promise.allSettled(appends),
+      new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 5000)),
+    ]);
+    expect(settled).not.toBe('hung');
+    expect((settled as PromiseSettledResult<unknown>[]).map((r) => r.status)).toEqual(appends.map(() => 'rejected'));
+    expect(fatal).toHaveLength(1);
+    await db.close().catch(() => undefined);
+  });
 });
