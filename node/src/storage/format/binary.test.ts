@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, readInt64, readUuid, writeInt64, writeUuid } from './binary.js';
+import { isUuid, readInt64, readUuid, utf8LengthBytes, writeInt64, writeUtf8, writeUuid } from './binary.js';
 
 describe('binary helpers', () => {
   it('round-trip UUIDs in either case and reject malformed ones', () => {
@@ -24,4 +24,17 @@ describe('binary helpers', () => {
       expect(readInt64(buf, 0)).toBe(v);
     }
   });
+
+  it('write UTF-8 exactly as Buffer does: ASCII, multi-byte, surrogate pairs, lone surrogates, long strings', () => {
+    for (const text of ['', 'orders-1', 'commande-é', '注文', 'emoji-😀', 'lone-\ud800-x', 'x'.repeat(65), `é${'y'.repeat(80)}`]) {
+      expect(utf8LengthBytes(text)).toBe(Buffer.byteLength(text, 'utf8'));
+      const out = Buffer.alloc(utf8LengthBytes(text) + 2, 0xee);
+      const n = writeUtf8(out, text, 1);
+      expect(n).toBe(Buffer.byteLength(text, 'utf8'));
+      expect(out.subarray(1, 1 + n)).toEqual(Buffer.from(text, 'utf8'));
+      expect(out[0]).toBe(0xee);
+      expect(out[1 + n]).toBe(0xee);
+    }
+  });
 });
+

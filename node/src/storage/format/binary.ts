@@ -39,13 +39,40 @@ export function isUuid(text: string): boolean {
   return true;
 }
 
-/** Writes the 16 bytes of a canonical UUID string (RFC 4122 byte order). */
+/** Hex digit values by char code (-1 for anything else): one array load per digit. */
+const HEX_VALUES = (() => {
+  const table = new Int8Array(128).fill(-1);
+  for (let c = 0; c < 128; c++) table[c] = hexValue(c);
+  return table;
+})();
+
+/** Writes the 16 bytes of a canonical UUID string (RFC 4122 byte order); the caller validated it. */
 export function writeUuid(buf: Buffer, uuid: string, offset: number): void {
   let out = offset;
   for (let i = 0; i < 36; i += 2) {
-    if (isDashAt(i)) i++;
-    buf[out++] = (hexValue(uuid.charCodeAt(i)) << 4) | hexValue(uuid.charCodeAt(i + 1));
+    if (i === 8 || i === 13 || i === 18 || i === 23) i++;
+    buf[out++] = (HEX_VALUES[uuid.charCodeAt(i) & 127]! << 4) | HEX_VALUES[uuid.charCodeAt(i + 1) & 127]!;
   }
+}
+
+/** UTF-8 length of a string; a loop for the common all-ASCII case (no native call). */
+export function utf8LengthBytes(text: string): number {
+  const n = text.length;
+  if (n > 64) return Buffer.byteLength(text, 'utf8');
+  for (let i = 0; i < n; i++) if (text.charCodeAt(i) > 127) return Buffer.byteLength(text, 'utf8');
+  return n;
+}
+
+/** Writes a string as UTF-8 at `offset`; returns the bytes written. Short ASCII strings by a loop. */
+export function writeUtf8(buf: Buffer, text: string, offset: number): number {
+  const n = text.length;
+  if (n > 64) return buf.write(text, offset, 'utf8');
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 127) return buf.write(text, offset, 'utf8');
+    buf[offset + i] = c;
+  }
+  return n;
 }
 
 export function readUuid(buf: Buffer, offset: number): string {

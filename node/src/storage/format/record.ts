@@ -15,7 +15,7 @@
  */
 import { crc32 } from 'node:zlib';
 import { RECORD_FRAME_OVERHEAD_BYTES, RECORD_SIZE_BYTES_MAX } from '../limits.js';
-import { readInt64, readUuid, writeInt64, writeUuid } from './binary.js';
+import { readInt64, readUuid, utf8LengthBytes, writeInt64, writeUtf8, writeUuid } from './binary.js';
 
 export const RecordType = { Prepare: 0, Commit: 1, System: 2 } as const;
 export const RECORD_VERSION = 1;
@@ -86,8 +86,8 @@ export function framedSizeBytes(payloadBytes: number): number {
 
 /** Encodes a prepare record frame into `out` at `offset`; returns the frame size. */
 export function encodePrepare(out: Buffer, offset: number, r: PrepareInput): number {
-  const streamBytes = Buffer.byteLength(r.stream, 'utf8');
-  const typeBytes = Buffer.byteLength(r.eventType, 'utf8');
+  const streamBytes = utf8LengthBytes(r.stream);
+  const typeBytes = utf8LengthBytes(r.eventType);
   const payloadBytes = preparePayloadSizeBytes(streamBytes, typeBytes, r.data.length, r.metadata.length);
   checkPayloadSize(payloadBytes);
   let p = offset + 8;
@@ -99,9 +99,9 @@ export function encodePrepare(out: Buffer, offset: number, r: PrepareInput): num
   writeUuid(out, r.eventId, p); p += 16;
   writeInt64(out, r.timestampMs, p); p += 8;
   out.writeUInt16LE(streamBytes, p); p += 2;
-  p += out.write(r.stream, p, 'utf8');
+  p += writeUtf8(out, r.stream, p);
   out.writeUInt16LE(typeBytes, p); p += 2;
-  p += out.write(r.eventType, p, 'utf8');
+  p += writeUtf8(out, r.eventType, p);
   out.writeUInt32LE(r.data.length, p); p += 4;
   out.set(r.data, p); p += r.data.length;
   out.writeUInt32LE(r.metadata.length, p); p += 4;

@@ -5,6 +5,7 @@
  */
 import { PrepareFlags, commitFramedSizeBytes, encodeCommit, encodePrepare, encodeSystem, framedSizeBytes, preparePayloadSizeBytes, systemFramedSizeBytes } from '../format/record.js';
 import type { NewEvent } from '../event-db-types.js';
+import { utf8LengthBytes } from '../format/binary.js';
 
 export interface PlannedEvent {
   readonly event: NewEvent;
@@ -46,9 +47,9 @@ export interface EncodedGroup {
 export function plannedSizeBytes(group: PlannedRecordGroup): number {
   if (group.kind === 'system') return systemFramedSizeBytes(group.data.length);
   let total = commitFramedSizeBytes();
-  const streamBytes = Buffer.byteLength(group.stream, 'utf8');
+  const streamBytes = utf8LengthBytes(group.stream);
   for (const e of group.events) {
-    total += framedSizeBytes(preparePayloadSizeBytes(streamBytes, Buffer.byteLength(e.event.eventType, 'utf8'), e.event.data.length, e.event.metadata.length));
+    total += framedSizeBytes(preparePayloadSizeBytes(streamBytes, utf8LengthBytes(e.event.eventType), e.event.data.length, e.event.metadata.length));
   }
   return total;
 }
