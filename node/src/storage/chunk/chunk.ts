@@ -18,12 +18,11 @@ import {
 import { decodeFrame, type FrameResult } from '../format/record.js';
 import { FatalError } from '../../errors.js';
 import type { BlockFile } from '../../platform/block-file.js';
-import { readInt64 } from '../format/binary.js';
 import { giveBackScratch, takeScratch } from './scratch-buffers.js';
+import { POSMAP_ENTRY_BYTES, PositionMap } from './position-map.js';
 
 /** Bytes read ahead when fetching one record; most records fit in one read. */
 const READ_AHEAD_BYTES = 4096;
-const POSMAP_ENTRY_BYTES = 12;
 /** Bytes read per step when verifying a whole chunk's checksum. */
 const VERIFY_STEP_BYTES = 8 * 1024 * 1024;
 
@@ -33,9 +32,8 @@ export class Chunk {
   private footer: ChunkFooter | undefined;
   /** Physical bytes of record data written (active chunk) or sealed (completed chunk). */
   private dataSizeBytes: number;
-  /** For scavenged chunks: sorted logical offsets and their physical offsets. */
-  private posMapLogical: Float64Array | undefined;
-  private posMapPhysical: Float64Array | undefined;
+  /** For scavenged chunks: the position map (searched in the file). */
+  private posMap: PositionMap | undefined;
   /** crc32 of the data written so far (active chunk); undefined until computed after an open. */
   private runningCrc: number | undefined;
 
@@ -135,71 +133,46 @@ export class Chunk {
 
   private loadPosMap(): void {
     const footer = this.footer!;
-    const bytes = this.file.readSync(CHUNK_HEADER_SIZE_BYTES + footer.physicalDataSizeBytes, footer.mapCount * POSMAP_ENTRY_BYTES);
-    this.posMapLogical = new Float64Array(footer.mapCount);
-    this.posMapPhysical = new Float64Array(footer.mapCount);
-    for (let i = 0; i < footer.mapCount; i++) {
-      this.posMapPhysical[i] = bytes.readUInt32LE(i * POSMAP_ENTRY_BYTES);
-      this.posMapLogical[i] = readInt64(bytes, i * POSMAP_ENTRY_BYTES + 4);
-    }
+    this.posMap = new PositionMap(this.file, CHUNK_HEADER_SIZE_BYTES + footer.physicalDataSizeBytes, footer.mapCount);
   }
 
   /** Physical data offset of a logical offset, or -1 when no record starts there (scavenged away). */
   physicalOffsetOf(logicalOffset: number): number {
-    const logical = this.posMapLogical;
-    if (!logical) return logicalOffset;
-    let lo = 0;
-    let hi = logical.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const v = logical[mid]!;
-      if (v === logicalOffset) return this.posMapPhysical![mid]!;
-      if (v < logicalOffset) lo = mid + 1; else hi = mid - 1;
-    }
-    return -1;
+    const map = this.posMap;
+    if (!map) return logicalOffset;
+    const i = map.lowerBoundLogical(logicalOffset);
+    return i < map.count && map.logicalAt(i) === logicalOffset ? map.physicalAt(i) : -1;
   }
 
   /** Physical offset of the first kept record at or after a logical offset (-1 past the end). */
   firstPhysicalAtOrAfterLogical(logicalOffset: number): number {
-    const logical = this.posMapLogical;
-    if (!logical) return logicalOffset;
-    let lo = 0;
-    let hi = logical.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (logical[mid]! < logicalOffset) lo = mid + 1; else hi = mid;
-    }
-    return lo < logical.length ? this.posMapPhysical![lo]! : -1;
+    const map = this.posMap;
+    if (!map) return logicalOffset;
+    const i = map.lowerBoundLogical(logicalOffset);
+    return i < map.count ? map.physicalAt(i) : -1;
   }
 
   /** Logical offset of the record at a physical offset (inverse of physicalOffsetOf). */
   logicalOffsetOfPhysical(physicalOffset: number): number {
-    const physical = this.posMapPhysical;
-    if (!physical) return physicalOffset;
-    let lo = 0;
-    let hi = physical.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const v = physical[mid]!;
-      if (v === physicalOffset) return this.posMapLogical![mid]!;
-      if (v < physicalOffset) lo = mid + 1; else hi = mid - 1;
-    }
-    return -1;
+    const map = this.posMap;
+    if (!map) return physicalOffset;
+    const i = map.lowerBoundPhysical(physicalOffset);
+    return i < map.count && map.physicalAt(i) === physicalOffset ? map.logicalAt(i) : -1;
   }
 
   /** Entries of the position map (0 for a chunk that was never scavenged). */
   get positionMapEntryCount(): number {
-    return this.posMapLogical?.length ?? 0;
+    return this.posMap?.count ?? 0;
   }
 
   /** Logical offset of the i-th position map entry (entries are in physical = logical order). */
   logicalOffsetOfMapEntry(i: number): number {
-    return this.posMapLogical![i]!;
+    return this.posMap!.logicalAt(i);
   }
 
   /** Physical offset of the i-th position map entry. */
   physicalOffsetOfMapEntry(i: number): number {
-    return this.posMapPhysical![i]!;
+    return this.posMap!.physicalAt(i);
   }
 
   /**
