@@ -170,6 +170,7 @@ export class Engine implements EventDb {
   /** Batches written but not yet applied, in log order (see writeBatch / commitPipeline). */
   private readonly pipeline: InflightBatch[] = [];
   private committing = false;
+  private batchScratch = Buffer.allocUnsafe(GROUP_COMMIT_BYTES_TARGET + 64 * 1024);
   /** Resolved whenever the pipeline shrinks (writer backpressure and drains wait on it). */
   private pipelineProgress: { promise: Promise<void>; resolve: () => void } = deferred();
   /** Serialises writer.chk updates made outside the pipeline (chunk rollover). */
@@ -479,7 +480,12 @@ export class Engine implements EventDb {
   }
 
   private async writeBatch(batch: { outcomes: QueuedOutcome[]; sizeBytes: number; ctx: BatchContext }, startedMs: number): Promise<void> {
-    const buf = Buffer.allocUnsafe(batch.sizeBytes);
+    // The batch is copied into the file before appendDurably returns, so one scratch buffer serves
+    // every batch (no fresh megabyte per batch for the GC to account and the kernel to fault in).
+    if (this.batchScratch.length < batch.sizeBytes) {
+      this.batchScratch = Buffer.allocUnsafe(Math.max(batch.sizeBytes, Math.min(2 * this.batchScratch.length, WRITE_BATCH_BYTES_MAX)));
+    }
+    const buf = this.batchScratch.subarray(0, batch.sizeBytes);
     const nowMs = this.nowMs();
     let offset = 0;
     const encoded: { outcome: QueuedOutcome; groups: EncodedGroup[] }[] = [];

@@ -221,7 +221,8 @@ export class Chunk {
    * Appends record bytes at the end of the data (active chunk only) and returns the promise of
    * their fdatasync. The bytes go straight into the page cache (a thread-pool hop would cost more
    * than the copy) and the position is taken at once, so the writer can append the next batch
-   * while this one flushes. The running checksum is updated while the disk flushes.
+   * while this one flushes. The running checksum is updated while the disk flushes. The bytes
+   * are copied before this returns, so the caller may reuse `bytes` at once.
    */
   appendDurably(bytes: Uint8Array): Promise<void> {
     if (this.isCompleted) return Promise.reject(new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`));
@@ -268,9 +269,13 @@ export class Chunk {
 
   private computeDataCrc(): number {
     let crc = 0;
-    const step = 8 * 1024 * 1024;
-    for (let done = 0; done < this.dataSizeBytes; done += step) {
-      crc = crc32(this.readData(done, Math.min(step, this.dataSizeBytes - done)), crc);
+    const buf = takeScratch(VERIFY_STEP_BYTES);
+    try {
+      for (let done = 0; done < this.dataSizeBytes; done += VERIFY_STEP_BYTES) {
+        crc = crc32(this.readDataInto(buf, done, Math.min(VERIFY_STEP_BYTES, this.dataSizeBytes - done)), crc);
+      }
+    } finally {
+      giveBackScratch(buf);
     }
     return crc;
   }
