@@ -5,7 +5,7 @@
  *
  * Callers hand over whole frames: `mapFrame` for each kept frame (its map entry), and `copy` for
  * its bytes, which may cover a run of several frames at once. Copying is synchronous into an
- * output buffer; `drain` (between source blocks) writes the buffer once 4 MiB have gathered,
+ * output buffer; `drain` (between source blocks) writes the buffer once 2 MiB have gathered,
  * while the caller fills a second buffer. `finish` writes map and footer and syncs (fdatasyncs
  * started earlier, in the background, made writes wait on the journal here and were slower).
  * The file is written under a temp name; the caller renames it into place only after `finish`.
@@ -20,9 +20,9 @@ import { FatalError, assert } from '../../errors.js';
 import { giveBackScratch, takeScratch } from './scratch-buffers.js';
 
 const POSMAP_ENTRY_BYTES = 12;
-const FLUSH_BYTES = 4 * 1024 * 1024;
+const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
-const OUT_BUFFER_BYTES = FLUSH_BYTES + 2 * 1024 * 1024;
+const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
 
 export class ScavengedChunkWriter {
   /** Data bytes handed to `copy` so far. */

@@ -36,6 +36,11 @@ class MergeInput {
 /** Decides whether entry `entryIndex` of `words` is written (scavenge); absent keeps all. */
 export type EncodedEntryFilter = (words: Uint32Array, entryIndex: number) => boolean;
 
+/**
+ * Merges sorted inputs into sorted chunks of `chunkEntryCount` entries, dropping duplicates and
+ * what `keep` rejects. A yielded chunk is valid until the next one is requested (one buffer is
+ * reused); the inputs may reuse theirs the same way.
+ */
 export async function* mergeSortedChunks(
   inputs: readonly AsyncIterable<Buffer>[],
   chunkEntryCount: number,
@@ -70,8 +75,8 @@ export async function* mergeSortedChunks(
       live = live.filter((input) => input !== best);
     }
     if (filled === chunkEntryCount) {
+      // The consumer is done with a chunk when it asks for the next: `out` is reused.
       yield out.bytes;
-      out = allocEntryBuffer(chunkEntryCount);
       filled = 0;
     }
   }

@@ -147,15 +147,20 @@ export class PTable implements IndexSource {
     }
   }
 
-  /** Reads all entries in table order as chunks of `chunkEntryCount` (fresh buffers). */
+  /**
+   * Reads all entries in table order as chunks of `chunkEntryCount`. One buffer is reused: a
+   * chunk is valid until the next one is requested (a merge reads many; fresh buffers for each
+   * made the allocator keep tens of MB).
+   */
   async *readChunks(chunkEntryCount: number): AsyncGenerator<Buffer> {
+    const buffer = allocEntryBuffer(Math.max(1, Math.min(chunkEntryCount, this.entryCount)));
     for (let start = 0; start < this.entryCount; start += chunkEntryCount) {
       assert(!this.closed, 'table read after close');
       const count = Math.min(chunkEntryCount, this.entryCount - start);
-      const chunk = allocEntryBuffer(count);
+      const chunk = buffer.bytes.subarray(0, count * ENTRY_SIZE_BYTES);
       const position = PTABLE_HEADER_SIZE_BYTES + start * ENTRY_SIZE_BYTES;
-      await readFully(this.fd, chunk.bytes, position, this.fileName);
-      yield chunk.bytes;
+      await readFully(this.fd, chunk, position, this.fileName);
+      yield chunk;
     }
   }
 

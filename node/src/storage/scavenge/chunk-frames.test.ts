@@ -75,7 +75,7 @@ describe('forEachFrame', () => {
 });
 
 describe('ScavengedChunkWriter', () => {
-  it('writes data in runs and maps each frame, across its 4 MiB buffer swaps', async () => {
+  it('writes data in runs and maps each frame, across its output buffer swaps', async () => {
     const file = new MemoryBlockFile('w.tmp');
     const writer = new ScavengedChunkWriter(file, 64 << 20, 0, 0);
     await writer.begin();
