@@ -59,6 +59,10 @@ describe('node process', () => {
     expect(await node.stop()).toBe(0);
     const lines = node.output.filter((line) => line.includes('"msg":"request completed"'));
     expect(lines.length).toBeGreaterThanOrEqual(1);
+    // The request logger (made on first use) carries the api component and the request id.
+    const line = JSON.parse(lines[0] ?? '{}') as Record<string, unknown>;
+    expect(line).toMatchObject({ component: 'api', method: 'POST', statusCode: 201 });
+    expect(line['reqId']).toMatch(/^req-/);
     const all = node.output.join('\n');
     expect(all).not.toContain('body-value');
     expect(all).not.toMatch(/Basic [A-Za-z0-9+/=]{8,}/);
