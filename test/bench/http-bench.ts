@@ -64,7 +64,10 @@ const PLANS: readonly WorkloadPlan[] = [
   },
 ];
 
-type Results = Partial<Record<WorkloadPlan['key'], WorkloadResult>>;
+/** A workload's result plus how long the server's main thread sat runnable without a CPU. */
+type MeasuredResult = WorkloadResult & { readonly serverRunQueueWaitPercent: number };
+
+type Results = Partial<Record<WorkloadPlan['key'], MeasuredResult>>;
 
 export async function run(): Promise<BenchSection> {
   const notes: string[] = [
@@ -77,6 +80,12 @@ export async function run(): Promise<BenchSection> {
   ];
   const eventdb = await runEventDb(notes);
   const postgres = await runPostgres(notes);
+  notes.push(
+    `load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} at the end; "server waiting for a CPU" shows how much the load generator and other jobs held the CPUs`,
+  );
   const metrics: BenchMetric[] = [];
   for (const plan of PLANS) {
     const ours = eventdb.results[plan.key];
@@ -101,7 +110,7 @@ export async function run(): Promise<BenchSection> {
   return { name: 'http', metrics, notes };
 }
 
-function workloadMetrics(prefix: string, result: WorkloadResult, target?: number): BenchMetric[] {
+function workloadMetrics(prefix: string, result: MeasuredResult, target?: number): BenchMetric[] {
   return [
     {
       name: `${prefix}: throughput`,
@@ -114,6 +123,14 @@ function workloadMetrics(prefix: string, result: WorkloadResult, target?: number
     { name: `${prefix}: errors`, value: result.errorCount, unit: 'requests', lowerIsBetter: true },
     { name: `${prefix}: server CPU`, value: result.serverCpuPercent ?? 0, unit: '% of 1 core' },
     { name: `${prefix}: load generator CPU`, value: result.clientCpuPercent, unit: '% of 1 core' },
+    // Time the server's main thread(s) were ready to run but had no CPU (the load generator, the
+    // server's own threads and any other job on the machine took them): a noisy run shows here.
+    {
+      name: `${prefix}: server waiting for a CPU`,
+      value: result.serverRunQueueWaitPercent,
+      unit: '% of run time',
+      lowerIsBetter: true,
+    },
   ];
 }
 
@@ -219,12 +236,14 @@ async function runWorkloads(
   for (const plan of PLANS) {
     const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
     const cpu = watchCpu(serverPids);
+    const runDelay = watchRunDelay(serverPids);
     const measured = await runWorker(
       specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`),
     );
     const serverSeconds = cpu.stop() / CLOCK_TICKS_PER_SECOND;
     const serverCpuPercent = round((serverSeconds / (measured.elapsedMs / 1000)) * 100);
-    const result = { ...measured, serverCpuPercent };
+    const serverRunQueueWaitPercent = round((runDelay.stop() / 1e6 / measured.elapsedMs) * 100);
+    const result = { ...measured, serverCpuPercent, serverRunQueueWaitPercent };
     results[plan.key] = result;
     process.stderr.write(
       `  ${system} ${plan.label}: ${eventsPerSecond(result)} events/s, p99 ${result.latencyP99Ms} ms\n`,
@@ -403,6 +422,39 @@ function watchCpu(pidsOf: () => number[]): { stop: () => number } {
       let ticks = 0;
       for (const [pid, end] of last) ticks += end - (first.get(pid) ?? 0);
       return ticks;
+    },
+  };
+}
+
+/** Nanoseconds the processes' main threads spent runnable but waiting for a CPU (schedstat). */
+function runDelayNsOf(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Like watchCpu, for the run-queue delay of the processes' main threads; stop() gives ns. */
+function watchRunDelay(pidsOf: () => number[]): { stop: () => number } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const sample = (initial: boolean): void => {
+    for (const pid of pidsOf()) {
+      const delayNs = runDelayNsOf(pid);
+      if (!first.has(pid)) first.set(pid, initial ? delayNs : 0);
+      last.set(pid, delayNs);
+    }
+  };
+  sample(true);
+  const timer = setInterval(() => sample(false), 250);
+  return {
+    stop: () => {
+      sample(false);
+      clearInterval(timer);
+      let delayNs = 0;
+      for (const [pid, end] of last) delayNs += end - (first.get(pid) ?? 0);
+      return delayNs;
     },
   };
 }
