@@ -21,7 +21,7 @@ export const READ_COUNT_MAX = 4096;
  * Most log bytes the index may trail its durable tables by before the memtable is flushed
  * early. Bounds what a restart after a crash must replay, whatever the memtable size.
  */
-export const INDEX_REPLAY_BYTES_MAX = 64 * 1024 * 1024;
+export const INDEX_REPLAY_BYTES_MAX = 256 * 1024 * 1024;
 
 assert(CHUNK_HEADER_SIZE_BYTES % 8 === 0, 'header is 8-aligned');
 assert(RECORD_SIZE_BYTES_MAX < DEFAULT_CHUNK_SIZE_BYTES, 'a record fits in a default chunk');
