@@ -19,8 +19,10 @@ import type { Logger } from 'pino';
 import { EventDbError, FatalError, assert } from '../../errors.js';
 import {
   ENTRY_SIZE_BYTES,
+  ENTRY_SIZE_WORDS,
   assertEntryNumbers,
-  decodeEntry,
+  joinHash,
+  readUint53,
   splitHash,
 } from './index-entry-codec.js';
 import { writeIndexMap } from './index-map.js';
@@ -168,6 +170,7 @@ export class PersistentStreamIndex implements StreamIndex {
   /**
    * Removes the entries `keep` rejects (the index stage of a scavenge): flushes, then rewrites
    * all tables into one, filtering as it streams. Entries added meanwhile are not examined.
+   * `keep` must not hold on to the entry it is given (it is a view, reused for the next one).
    */
   async removeEntries(
     keep: (entry: IndexEntry) => boolean,
@@ -179,8 +182,9 @@ export class PersistentStreamIndex implements StreamIndex {
       let entryCountBefore = 0;
       for (const live of this.tables) entryCountBefore += live.table.entryCount;
       const level = Math.max(...this.tables.map((live) => live.level));
-      const keepEncoded: EncodedEntryFilter = (words, entryIndex) =>
-        keep(decodeEntry(words, entryIndex));
+      // One reused view per merge: no object or bigint per entry unless `keep` reads the hash.
+      const view = new EncodedEntryView();
+      const keepEncoded: EncodedEntryFilter = (words, entryIndex) => keep(view.at(words, entryIndex));
       return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded));
     });
     await this.whenIdle();
@@ -469,4 +473,28 @@ function collectDedupe(sorted: IndexEntry[]): IndexEntry[] {
     previous = entry;
   }
   return out;
+}
+
+/** An index entry read in place from encoded words; `at` points it at another entry. */
+class EncodedEntryView implements IndexEntry {
+  private words: Uint32Array = new Uint32Array(ENTRY_SIZE_WORDS);
+  private word = 0;
+
+  at(words: Uint32Array, entryIndex: number): this {
+    this.words = words;
+    this.word = entryIndex * ENTRY_SIZE_WORDS;
+    return this;
+  }
+
+  get streamHash(): bigint {
+    return joinHash(this.words[this.word + 1]!, this.words[this.word]!);
+  }
+
+  get eventNumber(): number {
+    return readUint53(this.words, this.word + 2);
+  }
+
+  get logPosition(): number {
+    return readUint53(this.words, this.word + 4);
+  }
 }
