@@ -179,7 +179,8 @@ describe('scavenge lifecycle', () => {
       const dir = tempDir();
       const { log, lines } = capturingLog();
       const db = await open(dir, { disableScavengeMerging: true }, { log });
-      await fill(db, 'x', 400);
+      // Enough chunks that the work is measurable (scavenging 400 events took about 20 ms).
+      await fill(db, 'x', 1500);
       await db.deleteStream('x', -2, true);
       expect((await scavenge(db, { throttlePercent })).outcome.result).toBe('Success');
       const line = lines.find((l) => l['msg'] === 'scavenge pacing')!;
