@@ -136,11 +136,9 @@ async function httpAppend(
       headers,
       body: body(),
     });
-    if (res.statusCode !== 201) {
-      const text = await res.body.text();
+    const text = await res.body.text();
+    if (res.statusCode !== 201)
       return { events: 0, ok: false, error: `HTTP ${res.statusCode} ${text.slice(0, 200)}` };
-    }
-    await res.body.dump();
     lengths[stream] = (lengths[stream] ?? 0) + spec.eventsPerRequest;
     return { events: spec.eventsPerRequest, ok: true };
   };
