@@ -1,7 +1,9 @@
 /**
  * Worker threads for chunk execution (`threads` > 1): each worker rewrites whole chunks
  * (read, verify, filter, write, fsync) in parallel with the others and with the main thread,
- * which keeps the swaps, the state and the acknowledgements. Only for on-disk databases, and
+ * which keeps the swaps, the state and the acknowledgements. A worker holds up to
+ * `TASKS_PER_WORKER_MAX` chunks at once, so it reads and filters one while the other's copy is
+ * being fsynced (as the single-threaded executor does). Only for on-disk databases, and
  * only when the compiled worker module exists (tests that run the TypeScript sources directly
  * fall back to in-thread execution).
  */
@@ -24,18 +26,27 @@ export type RewriteReply = { readonly id: number; readonly kept: number; readonl
 
 const WORKER_FILE = fileURLToPath(new URL('./execute-worker.js', import.meta.url));
 
+/** Chunks one worker rewrites at once: one being read and filtered, one being fsynced. */
+export const TASKS_PER_WORKER_MAX = 2;
+
 export class ChunkRewritePool {
-  private readonly idle: Worker[] = [];
+  /** Tasks each worker holds now. */
+  private readonly load = new Map<Worker, number>();
   private readonly waiting: ((w: Worker) => void)[] = [];
   private readonly pending = new Map<number, { resolve: (r: { kept: number; removed: number }) => void; reject: (e: Error) => void }>();
   private nextId = 0;
 
   private constructor(private readonly workers: Worker[], private readonly dir: string) {
     for (const w of workers) {
-      this.idle.push(w);
+      this.load.set(w, 0);
       w.on('message', (reply: RewriteReply) => this.onReply(w, reply));
       w.on('error', (err) => { for (const p of this.pending.values()) p.reject(err); this.pending.clear(); });
     }
+  }
+
+  /** How many rewrites may be outstanding at once across the pool. */
+  get capacity(): number {
+    return this.workers.length * TASKS_PER_WORKER_MAX;
   }
 
   /** Starts `threads` workers, or returns undefined when workers cannot be used here. */
@@ -52,7 +63,8 @@ export class ChunkRewritePool {
   }
 
   async rewrite(chunk: Chunk, tempName: string): Promise<{ kept: number; removed: number }> {
-    const worker = this.idle.pop() ?? (await new Promise<Worker>((resolve) => this.waiting.push(resolve)));
+    const worker = this.leastLoaded() ?? (await new Promise<Worker>((resolve) => this.waiting.push(resolve)));
+    this.load.set(worker, this.load.get(worker)! + 1);
     const id = this.nextId++;
     const task: RewriteTask = { id, chunkPath: chunk.file.path, tempPath: path.join(this.dir, tempName) };
     return new Promise((resolve, reject) => {
@@ -64,10 +76,17 @@ export class ChunkRewritePool {
   private onReply(worker: Worker, reply: RewriteReply): void {
     const p = this.pending.get(reply.id);
     this.pending.delete(reply.id);
-    const next = this.waiting.shift();
-    if (next) next(worker); else this.idle.push(worker);
+    this.load.set(worker, this.load.get(worker)! - 1);
+    this.waiting.shift()?.(worker);
     if (!p) return;
     if ('error' in reply) p.reject(new Error(reply.error)); else p.resolve({ kept: reply.kept, removed: reply.removed });
+  }
+
+  /** The worker with the fewest tasks, if it can take one more. */
+  private leastLoaded(): Worker | undefined {
+    let best: Worker | undefined;
+    for (const w of this.workers) if (this.load.get(w)! < TASKS_PER_WORKER_MAX && (best === undefined || this.load.get(w)! < this.load.get(best)!)) best = w;
+    return best;
   }
 
   async close(): Promise<void> {

@@ -184,7 +184,7 @@ async function executeChunksWith(
       await pacer.afterUnit();
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, run.threads) }, () => worker()));
+  await Promise.all(Array.from({ length: pool.capacity }, () => worker()));
 }
 
 /**
