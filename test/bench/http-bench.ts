@@ -239,8 +239,8 @@ async function runWorkloads(
   const results: Results = {};
   for (const plan of PLANS) {
     const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
-    const cpu = watchCpu(serverPids);
-    const runDelay = watchRunDelay(serverPids);
+    const cpu = watchCounter(serverPids, (pid) => cpuTicksOf([pid]));
+    const runDelay = watchCounter(serverPids, runDelayNsOf);
     const measured = await runWorker(
       specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`),
     );
@@ -411,17 +411,18 @@ function cpuTicksOf(pids: readonly number[]): number {
 }
 
 /**
- * CPU ticks the server processes use from now until stop(). Sampled every 250 ms so that
- * processes started during the run (PostgreSQL backends) are counted from zero.
+ * How much a per-process counter (CPU ticks, run-queue delay) grows from now until stop(),
+ * summed over the processes. Sampled every 250 ms so that processes started during the run
+ * (PostgreSQL backends) are counted from zero.
  */
-function watchCpu(pidsOf: () => number[]): { stop: () => number } {
+function watchCounter(pidsOf: () => number[], read: (pid: number) => number): { stop: () => number } {
   const first = new Map<number, number>();
   const last = new Map<number, number>();
   const sample = (initial: boolean): void => {
     for (const pid of pidsOf()) {
-      const ticks = cpuTicksOf([pid]);
-      if (!first.has(pid)) first.set(pid, initial ? ticks : 0);
-      last.set(pid, ticks);
+      const value = read(pid);
+      if (!first.has(pid)) first.set(pid, initial ? value : 0);
+      last.set(pid, value);
     }
   };
   sample(true);
@@ -430,9 +431,9 @@ function watchCpu(pidsOf: () => number[]): { stop: () => number } {
     stop: () => {
       sample(false);
       clearInterval(timer);
-      let ticks = 0;
-      for (const [pid, end] of last) ticks += end - (first.get(pid) ?? 0);
-      return ticks;
+      let total = 0;
+      for (const [pid, end] of last) total += end - (first.get(pid) ?? 0);
+      return total;
     },
   };
 }
@@ -444,30 +445,6 @@ function runDelayNsOf(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-/** Like watchCpu, for the run-queue delay of the processes' main threads; stop() gives ns. */
-function watchRunDelay(pidsOf: () => number[]): { stop: () => number } {
-  const first = new Map<number, number>();
-  const last = new Map<number, number>();
-  const sample = (initial: boolean): void => {
-    for (const pid of pidsOf()) {
-      const delayNs = runDelayNsOf(pid);
-      if (!first.has(pid)) first.set(pid, initial ? delayNs : 0);
-      last.set(pid, delayNs);
-    }
-  };
-  sample(true);
-  const timer = setInterval(() => sample(false), 250);
-  return {
-    stop: () => {
-      sample(false);
-      clearInterval(timer);
-      let delayNs = 0;
-      for (const [pid, end] of last) delayNs += end - (first.get(pid) ?? 0);
-      return delayNs;
-    },
-  };
 }
 
 /** Every running postgres process (postmaster and backends). */
