@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import path from 'node:path';
 import { engineOptions, jsonEvent, openTestEngine, tempDir } from '../../../test/support/engine-fixture.js';
-import type { Engine } from './event-db.js';
+import { replayLogBytes, type ChunkExtent, type Engine } from './event-db.js';
 import type { AppendResult } from './event-db-types.js';
 
 const engines: Engine[] = [];
@@ -270,5 +270,25 @@ describe('durability and recovery', () => {
     await expect(db.append('s', -3, [jsonEvent(0)])).rejects.toThrow(/expected version/);
     await expect(db.append('', -2, [jsonEvent(0)])).rejects.toThrow(/empty/);
     expect(await readNumbers(db, 's')).toBe('stream-not-found');
+  });
+});
+
+describe('replay bound', () => {
+  const MiB = 1024 * 1024;
+  // Chunks of 256 MiB: chunk 0 completed early by a scavenge point after 10 MiB, chunk 1 full, chunk 2 active.
+  const chunks: ChunkExtent[] = [
+    { endPosition: 256 * MiB, logicalDataEndPosition: 10 * MiB },
+    { endPosition: 512 * MiB, logicalDataEndPosition: 512 * MiB },
+    { endPosition: 768 * MiB, logicalDataEndPosition: 600 * MiB },
+  ];
+  const chunkAt = (p: number): ChunkExtent | undefined => chunks[Math.floor(p / (256 * MiB))];
+
+  it('counts the written log between two positions, not the unwritten tail of a chunk completed early', () => {
+    expect(replayLogBytes(4 * MiB, 256 * MiB, chunkAt)).toBe(6 * MiB); // up to the rollover
+    expect(replayLogBytes(4 * MiB, 300 * MiB, chunkAt)).toBe(6 * MiB + 44 * MiB);
+    expect(replayLogBytes(4 * MiB, 600 * MiB, chunkAt)).toBe(6 * MiB + 256 * MiB + 88 * MiB);
+    expect(replayLogBytes(20 * MiB, 300 * MiB, chunkAt)).toBe(44 * MiB); // starting inside the tail
+    expect(replayLogBytes(300 * MiB, 400 * MiB, chunkAt)).toBe(100 * MiB); // within one chunk
+    expect(replayLogBytes(600 * MiB, 600 * MiB, chunkAt)).toBe(0);
   });
 });

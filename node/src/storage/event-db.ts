@@ -612,12 +612,13 @@ export class Engine implements EventDb {
    */
   private flushIndexIfFarBehind(): void {
     if (this.options.memDb) return;
-    if (!this.existencePersistRunning && this.committedPos - this.existence.checkpoint >= INDEX_REPLAY_BYTES_MAX) {
+    const chunkAt = (position: number): ChunkExtent | undefined => this.registry.chunkAt(position);
+    if (!this.existencePersistRunning && replayLogBytes(this.existence.checkpoint, this.committedPos, chunkAt) >= INDEX_REPLAY_BYTES_MAX) {
       this.existencePersistRunning = true;
       this.existence.persist().then(() => { this.existencePersistRunning = false; }, (err: unknown) => this.fail(err));
     }
     if (this.indexFlushRunning) return;
-    if (this.committedPos - this.index.persistedLogPosition < INDEX_REPLAY_BYTES_MAX) return;
+    if (replayLogBytes(this.index.persistedLogPosition, this.committedPos, chunkAt) < INDEX_REPLAY_BYTES_MAX) return;
     this.indexFlushRunning = true;
     this.index.flush().then(
       () => { this.indexFlushRunning = false; },
@@ -956,6 +957,27 @@ export class Engine implements EventDb {
     await this.registry.close();
     await this.checkpoints.close();
   }
+}
+
+/** What replayLogBytes needs of a chunk. */
+export interface ChunkExtent {
+  readonly endPosition: number;
+  readonly logicalDataEndPosition: number;
+}
+
+/**
+ * Log bytes a restart replays from `from` to `to`. A chunk completed before it was full (writing
+ * a scavenge point completes the active chunk) has an unwritten tail: the log position jumps over
+ * it, but there is nothing there to replay, so it does not count. Counting it made every
+ * scavenge point look like a far-behind index and set off a flush and a chain of merges.
+ */
+export function replayLogBytes(from: number, to: number, chunkAt: (position: number) => ChunkExtent | undefined): number {
+  let total = to - from;
+  for (let c = chunkAt(from); c !== undefined && c.endPosition <= to; c = chunkAt(c.endPosition)) {
+    const tailStart = Math.max(from, c.logicalDataEndPosition);
+    if (c.endPosition > tailStart) total -= c.endPosition - tailStart;
+  }
+  return Math.max(0, total);
 }
 
 function badRequest(message: string): EventDbError {
