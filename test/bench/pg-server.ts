@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import pg from 'pg';
+import { onInterrupt } from './interrupt.js';
 
 export interface PgServer {
   readonly connectionString: string;
@@ -89,6 +90,14 @@ export async function startPostgres(binDir: string, port: number): Promise<PgSer
     '-w',
     'start',
   ]);
+  const stop = (): void => {
+    try {
+      run([join(binDir, 'pg_ctl'), '-D', dataDir, '-m', 'fast', '-w', 'stop']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const forget = onInterrupt(stop);
   const connectionString = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const client = new pg.Client({ connectionString });
   await client.connect();
@@ -106,11 +115,8 @@ export async function startPostgres(binDir: string, port: number): Promise<PgSer
     connectionString,
     version,
     stop: () => {
-      try {
-        run([join(binDir, 'pg_ctl'), '-D', dataDir, '-m', 'fast', '-w', 'stop']);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      forget();
+      stop();
     },
   };
 }

@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { BenchMetric, BenchSection } from './bench-types.js';
+import { install as stopServersOnInterrupt } from './interrupt.js';
 
 interface SectionEntry {
   readonly name: string;
@@ -82,6 +83,7 @@ function printTable(sections: readonly BenchSection[]): void {
 }
 
 async function main(): Promise<void> {
+  stopServersOnInterrupt();
   const wanted = process.env['BENCH_SECTIONS']?.split(',').map((s) => s.trim());
   const startedAt = new Date();
   const sections: BenchSection[] = [];
