@@ -2,25 +2,16 @@
  * GET /info and GET /info/options against a real node: anonymous info; options for ops and
  * admins only, listing every option with its value and source, secrets masked.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { OPTION_NAMES } from '../../node/src/config/schema.js';
-import { httpClient, type Http } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
 const basic = (login: string, password: string): string =>
   `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const OPS_SECRET = 'Ops-S3cret-Value';
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode({ args: ['--default-ops-password', OPS_SECRET], env: { SERVICE_LOG_LEVEL: 'debug' } });
-  http = httpClient(node.baseUrl);
-});
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode({ args: ['--default-ops-password', OPS_SECRET], env: { SERVICE_LOG_LEVEL: 'debug' } });
+const http = running.http;
 
 describe('GET /info', () => {
   it('is anonymous and reports version, state, features and authentication', async () => {
@@ -55,13 +46,13 @@ describe('GET /info/options', () => {
       expect(Object.keys(option)).toEqual(['name', 'description', 'group', 'value', 'configurationSource', 'deprecationMessage', 'schema']);
     }
     const byName = new Map(options.map((o) => [o.name, o]));
-    expect(byName.get('HttpPort')).toMatchObject({ value: String(node.port), configurationSource: 'Command Line', group: 'Interface' });
+    expect(byName.get('HttpPort')).toMatchObject({ value: String(running.node.port), configurationSource: 'Command Line', group: 'Interface' });
     expect(byName.get('LogLevel')).toMatchObject({ value: 'debug', configurationSource: 'Environment Variables' });
     expect(byName.get('ChunkSize')).toMatchObject({ value: '268435456', configurationSource: 'Default' });
     expect(byName.get('DefaultOpsPassword')).toMatchObject({ value: '****', configurationSource: 'Command Line' });
     expect(byName.get('DefaultAdminPassword')).toMatchObject({ value: '****', configurationSource: 'Default' });
     expect(response.text).not.toContain(OPS_SECRET);
     expect(response.text).not.toContain('changeit');
-    expect(node.output.join('\n')).not.toContain(OPS_SECRET);
+    expect(running.node.output.join('\n')).not.toContain(OPS_SECRET);
   });
 });

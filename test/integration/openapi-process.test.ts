@@ -2,21 +2,12 @@
  * GET /openapi.json from a real node: an OpenAPI 3 document generated from the zod schemas
  * that validate requests, listing the routes of every module with their parameters and bodies.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { httpClient, type Http } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 describe('GET /openapi.json', () => {
   it('lists the routes with the schemas that validate them', async () => {

@@ -2,21 +2,12 @@
  * No client input makes the security-owned endpoints answer 500: malformed Authorization
  * headers, odd login names, junk bodies and content types, odd paths and query strings.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { httpClient, type Http } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 const AUTHORIZATIONS = [
   'Basic',
@@ -95,6 +86,6 @@ describe('hostile input', () => {
       const response = await http(method ?? 'GET', path ?? '/', {});
       expect(response.status, `${method} ${path?.slice(0, 60)}`).toBeLessThan(500);
     }
-    expect(node.child.exitCode).toBeNull();
+    expect(running.node.child.exitCode).toBeNull();
   });
 });

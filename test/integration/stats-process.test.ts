@@ -5,24 +5,17 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
-import { httpClient, type Http } from '../support/http-client.js';
-import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
+import { tempDir } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
 type Tree = Record<string, any>;
 const dir = tempDir('eventdb-stats-');
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode({ memDb: false, args: ['--db', `${dir.path}/db`, '--index', `${dir.path}/index`] });
-  http = httpClient(node.baseUrl);
-});
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-  dir.remove();
-});
+// Registered first, so it runs after the node has stopped ("after" hooks run in reverse order).
+afterAll(() => dir.remove());
+const running = useNode({ memDb: false, args: ['--db', `${dir.path}/db`, '--index', `${dir.path}/index`] });
+const http = running.http;
 
 async function stats(): Promise<Tree> {
   const response = await http('GET', '/stats', { headers: { accept: 'application/json' } });
@@ -45,7 +38,7 @@ describe('GET /stats (real node)', () => {
     const s = await stats();
     expect(Object.keys(s)).toEqual(['proc', 'sys', 'svc']);
     expectTypes(s.proc, { startTime: 'string', id: 'integer', mem: 'integer', cpu: 'number', cpuScaled: 'number', threadsCount: 'integer', contentionsRate: 'number', thrownExceptionsRate: 'number' }, 'proc');
-    expect(s.proc.id).toBe(node.child.pid);
+    expect(s.proc.id).toBe(running.node.child.pid);
     expect(s.proc.threadsCount).toBeGreaterThan(1);
     expectTypes(s.proc.gc, { allocationSpeed: 'number', gen0ItemsCount: 'number', gen1ItemsCount: 'number', gen2ItemsCount: 'number', gen0Size: 'number', gen1Size: 'number', gen2Size: 'number', largeHeapSize: 'number', timeInGc: 'number', totalBytesInHeaps: 'number' }, 'proc.gc');
     expectTypes(s.proc.diskIo, { readBytes: 'number', writtenBytes: 'number', readOps: 'number', writeOps: 'number' }, 'proc.diskIo');

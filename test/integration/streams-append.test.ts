@@ -1,27 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   appendEvents,
   EVENTS_JSON,
-  httpClient,
   newEvent,
   uniqueStream,
-  type Http,
 } from '../support/http-client.js';
 import { EXPECTED_VERSION_MATRIX, type StreamState } from '../support/expected-version-matrix.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 async function eventCount(stream: string): Promise<number> {
   const feed = await http('GET', `/streams/${stream}/0/forward/4096`, {
@@ -39,10 +28,10 @@ describe('POST /streams/{stream}', () => {
     ]);
     expect(response.status).toBe(201);
     expect(response.statusText).toBe('Created');
-    expect(response.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
+    expect(response.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/0`);
     expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     const second = await appendEvents(http, stream, [newEvent('c', { n: 3 })]);
-    expect(second.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/2`);
+    expect(second.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/2`);
     const event = await http('GET', `/streams/${stream}/1`, {
       headers: { accept: 'application/vnd.eventstore.event+json' },
     });
@@ -90,16 +79,16 @@ describe('POST /streams/{stream}', () => {
     expect(first.text).toBe('Forwarding to idempotent URI');
     const location = first.headers.get('location') ?? '';
     expect(location).toMatch(
-      new RegExp(`^${node.baseUrl}/streams/${stream}/incoming/[0-9a-f-]{36}$`),
+      new RegExp(`^${running.node.baseUrl}/streams/${stream}/incoming/[0-9a-f-]{36}$`),
     );
     expect(await eventCount(stream)).toBe(0);
 
     const created = await http('POST', location, { headers, body: '{"a":"1"}' });
     expect(created.status).toBe(201);
-    expect(created.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
+    expect(created.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/0`);
     const retried = await http('POST', location, { headers, body: '{"a":"1"}' });
     expect(retried.status).toBe(201);
-    expect(retried.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
+    expect(retried.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/0`);
     expect(await eventCount(stream)).toBe(1);
     const event = await http('GET', `/streams/${stream}/0`, {
       headers: { accept: 'application/vnd.eventstore.event+json' },
@@ -132,7 +121,7 @@ describe('POST /streams/{stream}', () => {
       body: bytes,
     });
     expect(raw.status).toBe(201);
-    expect(raw.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/1`);
+    expect(raw.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/1`);
     const read = await http('GET', `/streams/${stream}/1`, {
       headers: { accept: 'application/octet-stream' },
     });
@@ -253,10 +242,10 @@ describe('POST /streams/{stream}', () => {
     expect((await appendEvents(http, stream, events)).status).toBe(201);
     const retry = await appendEvents(http, stream, events);
     expect(retry.status).toBe(201);
-    expect(retry.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
+    expect(retry.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/0`);
     const explicit = await appendEvents(http, stream, events, { 'ES-ExpectedVersion': '-1' });
     expect(explicit.status).toBe(201);
-    expect(explicit.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}/0`);
+    expect(explicit.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}/0`);
     expect(await eventCount(stream)).toBe(2);
   });
 });
@@ -292,7 +281,7 @@ describe('expected version matrix', () => {
       expect(response.status).toBe(status);
       if (status === 201) {
         expect(response.headers.get('location')).toBe(
-          `${node.baseUrl}/streams/${stream}/${result}`,
+          `${running.node.baseUrl}/streams/${stream}/${result}`,
         );
       } else if (status === 400) {
         expect(response.statusText).toBe('Wrong expected EventNumber');

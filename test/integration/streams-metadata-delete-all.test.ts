@@ -1,29 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   appendEvents,
   ATOM_JSON,
   EVENTS_JSON,
-  httpClient,
   newEvent,
   readFeed,
   uniqueStream,
-  type Http,
 } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
 const OPS_AUTHORIZATION = `Basic ${Buffer.from('ops:changeit').toString('base64')}`;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 interface Feed {
   links: { uri: string; relation: string }[];
@@ -75,7 +64,7 @@ describe('stream metadata', () => {
     const stream = await streamWith(1, 'meta-write');
     const written = await setMetadata(stream, { $maxCount: 5, custom: 'kept' });
     expect(written.status).toBe(201);
-    expect(written.headers.get('location')).toBe(`${node.baseUrl}/streams/%24%24${stream}/0`);
+    expect(written.headers.get('location')).toBe(`${running.node.baseUrl}/streams/%24%24${stream}/0`);
     const read = await http('GET', `/streams/${stream}/metadata`, {
       headers: { accept: 'application/json' },
     });
@@ -262,12 +251,12 @@ describe('GET /streams/$all', () => {
     const headFeed = head.json<Feed & { title: string }>();
     expect(headFeed.title).toBe('All events');
     expect(headFeed.links.find((l) => l.relation === 'last')?.uri).toBe(
-      `${node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/20`,
+      `${running.node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/20`,
     );
 
     const forward: string[] = [];
     let previous: string | undefined =
-      `${node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/7`;
+      `${running.node.baseUrl}/streams/%24all/00000000000000000000000000000000/forward/7`;
     for (let page = 0; previous !== undefined && page < 500; page++) {
       const feed: Feed = (await readFeed(http, previous)).json<Feed>();
       if (feed.entries.length === 0) break;
@@ -288,7 +277,7 @@ describe('GET /streams/$all', () => {
     expect(new Set(forward).size).toBe(forward.length);
 
     const backward: string[] = [];
-    let next: string | undefined = `${node.baseUrl}/streams/%24all/head/backward/7`;
+    let next: string | undefined = `${running.node.baseUrl}/streams/%24all/head/backward/7`;
     for (let page = 0; next !== undefined && page < 500; page++) {
       const feed: Feed = (await readFeed(http, next)).json<Feed>();
       backward.push(...feed.entries.map((e) => e.title));

@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   appendEvents,
   ATOM_JSON,
-  httpClient,
   newEvent,
   readFeed,
   uniqueStream,
-  type Http,
 } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 interface Feed {
   title: string;
@@ -51,7 +40,7 @@ describe('GET /streams/{stream} feeds', () => {
     expect(response.headers.get('vary')).toBe('Accept');
     expect(response.headers.get('etag')).toMatch(/^"26;-?\d+"$/);
     const feed = response.json<Feed>();
-    const root = `${node.baseUrl}/streams/${stream}`;
+    const root = `${running.node.baseUrl}/streams/${stream}`;
     expect(feed).toMatchObject({
       title: `Event stream '${stream}'`,
       id: root,
@@ -95,7 +84,7 @@ describe('GET /streams/{stream} feeds', () => {
   it('pages with links a client can follow to the end and back', async () => {
     const stream = await streamWith(45);
     const seenBackward: string[] = [];
-    let next: string | undefined = `${node.baseUrl}/streams/${stream}/head/backward/10`;
+    let next: string | undefined = `${running.node.baseUrl}/streams/${stream}/head/backward/10`;
     while (next !== undefined) {
       const feed: Feed = (await readFeed(http, next)).json<Feed>();
       seenBackward.push(...feed.entries.map((e) => e.title));
@@ -104,7 +93,7 @@ describe('GET /streams/{stream} feeds', () => {
     expect(seenBackward).toEqual(Array.from({ length: 45 }, (_, i) => `${44 - i}@${stream}`));
 
     const seenForward: string[] = [];
-    let previous: string | undefined = `${node.baseUrl}/streams/${stream}/0/forward/10`;
+    let previous: string | undefined = `${running.node.baseUrl}/streams/${stream}/0/forward/10`;
     let lastFeed: Feed | undefined;
     for (let page = 0; previous !== undefined && page < 20; page++) {
       lastFeed = (await readFeed(http, previous)).json<Feed>();
@@ -151,7 +140,7 @@ describe('GET /streams/{stream} feeds', () => {
     expect(response.text).toContain('<feed xmlns="http://www.w3.org/2005/Atom">');
     expect(response.text).toContain(`<title>1@${stream}</title>`);
     expect(response.text).toContain(
-      `<link href="${node.baseUrl}/streams/${stream}/head/backward/20" rel="first" />`,
+      `<link href="${running.node.baseUrl}/streams/${stream}/head/backward/20" rel="first" />`,
     );
   });
 
@@ -349,7 +338,7 @@ describe('GET /streams/{stream}/{event}', () => {
     const stream = await streamWith(1);
     const slash = await http('GET', `/streams/${stream}/`, { headers: { accept: ATOM_JSON } });
     expect(slash.status).toBe(307);
-    expect(slash.headers.get('location')).toBe(`${node.baseUrl}/streams/${stream}`);
+    expect(slash.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}`);
     const unknown = await http('GET', '/no/such/route');
     expect(unknown.status).toBe(404);
     expect(unknown.text).toBe('');

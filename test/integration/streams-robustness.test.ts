@@ -3,21 +3,12 @@
  * (including JSON nested deeply enough to overflow a recursive serializer) against a real node.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENTS_JSON, httpClient, type Http, type HttpOptions } from '../support/http-client.js';
-import { startNode, type NodeProcess } from '../support/node-process.js';
+import { describe, expect, it } from 'vitest';
+import { EVENTS_JSON, type HttpOptions } from '../support/http-client.js';
+import { useNode } from '../support/use-node.js';
 
-let node: NodeProcess;
-let http: Http;
-
-beforeAll(async () => {
-  node = await startNode();
-  http = httpClient(node.baseUrl);
-});
-
-afterAll(async () => {
-  expect(await node.stop()).toBe(0);
-});
+const running = useNode();
+const http = running.http;
 
 const json = { accept: 'application/json' };
 const batch = (data: string): string =>
