@@ -21,10 +21,10 @@ import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js
 import { eventsPerSecond } from './bench-types.js';
 import type { WorkloadSpec } from './load-worker.js';
 import { ensurePostgresInstalled, startPostgres } from './pg-server.js';
+import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
-const ADMIN_AUTHORIZATION = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
 const MAIN_PATH = fileURLToPath(new URL('../../node/src/main.js', import.meta.url));
 const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 

@@ -17,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { openEngine } from '../../node/src/storage/event-db.js';
-import { startNode, ADMIN_AUTHORIZATION, type NodeProcess } from '../support/node-process.js';
+import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
+import { startNode, type NodeProcess } from '../support/node-process.js';
 import { percentile, type BenchMetric, type BenchSection } from './bench-types.js';
 
 const GB = Number(process.env['BENCH_SCAVENGE_GB'] ?? 2);

@@ -8,9 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { httpClient, type Http } from '../support/http-client.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
+import { basic } from '../support/credentials.js';
 
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const OPS = basic('ops', 'changeit');
 let node: NodeProcess;
 let http: Http;

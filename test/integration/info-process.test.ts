@@ -6,9 +6,8 @@ import { describe, expect, it } from 'vitest';
 
 import { OPTION_NAMES } from '../../node/src/config/schema.js';
 import { useNode } from '../support/use-node.js';
+import { basic } from '../support/credentials.js';
 
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const OPS_SECRET = 'Ops-S3cret-Value';
 const running = useNode({ args: ['--default-ops-password', OPS_SECRET], env: { SERVICE_LOG_LEVEL: 'debug' } });
 const http = running.http;

@@ -17,9 +17,8 @@ import { registerUserRoutes } from '../../node/src/api/routes/users.js';
 import { createSecurity, type Security } from '../../node/src/api/security/security.js';
 import { openMemEngine } from '../support/engine-fixture.js';
 import type { Engine } from '../../node/src/storage/event-db.js';
+import { basic } from '../support/credentials.js';
 
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const ADMIN = { authorization: basic('admin', 'changeit') };
 const OPS = { authorization: basic('ops', 'changeit') };
 

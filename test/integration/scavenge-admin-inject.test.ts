@@ -25,9 +25,10 @@ import type {
 } from '../../node/src/storage/event-db-types.js';
 import { openMemEngine } from '../support/engine-fixture.js';
 import type { Engine } from '../../node/src/storage/event-db.js';
+import { basic } from '../support/credentials.js';
 
-const ADMIN = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
-const OPS = `Basic ${Buffer.from('ops:changeit').toString('base64')}`;
+const ADMIN = basic('admin', 'changeit');
+const OPS = basic('ops', 'changeit');
 const NODE_ENDPOINT = '127.0.0.1:2113';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const log = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
@@ -360,8 +361,8 @@ describe('scavenge admin routes', () => {
   it('lets $admins and $ops in and answers 401 with an empty body to anyone else', async () => {
     const h = await harness();
     await h.security.createUser({ loginName: 'worker', fullName: 'W', groups: [], password: 'pw' });
-    const worker = `Basic ${Buffer.from('worker:pw').toString('base64')}`;
-    const wrong = `Basic ${Buffer.from('admin:nope').toString('base64')}`;
+    const worker = basic('worker', 'pw');
+    const wrong = basic('admin', 'nope');
     const routes = [
       ['POST', '/admin/scavenge'],
       ['GET', '/admin/scavenge/current'],

@@ -10,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { httpClient, type Http } from '../support/http-client.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
+import { basic } from '../support/credentials.js';
 
 const EVENTS_JSON = 'application/vnd.eventstore.events+json';
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const ALICE_PASSWORD = 'alice-Secret-42';
 const PRINCIPALS = {
   admin: basic('admin', 'changeit'),

@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPECTED_VERSION_MATRIX, type StreamState } from '../support/expected-version-matrix.js';
-import { ADMIN_AUTH, startInjectServer, type InjectServer } from '../support/inject-server.js';
+import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
+import { startInjectServer, type InjectServer } from '../support/inject-server.js';
 
 let server: InjectServer;
 
@@ -23,7 +24,7 @@ function append(stream: string, expected: string) {
     method: 'POST',
     url: `/streams/${stream}`,
     headers: {
-      authorization: ADMIN_AUTH,
+      authorization: ADMIN_AUTHORIZATION,
       'content-type': 'application/vnd.eventstore.events+json',
       'ES-ExpectedVersion': expected,
     },
@@ -38,7 +39,7 @@ async function prepare(state: StreamState): Promise<string> {
   await append(stream, '-2');
   if (state !== 'existing') {
     const headers = {
-      authorization: ADMIN_AUTH,
+      authorization: ADMIN_AUTHORIZATION,
       'ES-HardDelete': String(state === 'hard-deleted'),
     };
     const deleted = await server.app.inject({

@@ -8,9 +8,10 @@ import {
   readFeed,
   uniqueStream,
 } from '../support/http-client.js';
+import { basic } from '../support/credentials.js';
 import { useNode } from '../support/use-node.js';
 
-const OPS_AUTHORIZATION = `Basic ${Buffer.from('ops:changeit').toString('base64')}`;
+const OPS_AUTHORIZATION = basic('ops', 'changeit');
 const running = useNode();
 const http = running.http;
 

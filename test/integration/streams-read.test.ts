@@ -6,6 +6,7 @@ import {
   readFeed,
   uniqueStream,
 } from '../support/http-client.js';
+import { basic } from '../support/credentials.js';
 import { useNode } from '../support/use-node.js';
 
 const running = useNode();
@@ -351,7 +352,7 @@ describe('GET /streams/{stream}/{event}', () => {
       headers: { accept: ATOM_JSON },
     });
     expect(anonymous.status).toBe(401);
-    const wrong = `Basic ${Buffer.from('admin:wrong').toString('base64')}`;
+    const wrong = basic('admin', 'wrong');
     const rejected = await http('GET', `/streams/${stream}`, {
       headers: { accept: ATOM_JSON, authorization: wrong },
     });

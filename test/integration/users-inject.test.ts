@@ -9,9 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerUserRoutes } from '../../node/src/api/routes/users.js';
 import { createSecurity, type Security } from '../../node/src/api/security/security.js';
 import { openMemEngine } from '../support/engine-fixture.js';
+import { basic } from '../support/credentials.js';
 
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const ADMIN = basic('admin', 'changeit');
 const OPS = basic('ops', 'changeit');
 

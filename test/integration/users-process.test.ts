@@ -7,9 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { httpClient, type Http, type HttpResponse } from '../support/http-client.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
+import { basic } from '../support/credentials.js';
 
-const basic = (login: string, password: string): string =>
-  `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`;
 const ADMIN_PASSWORD = 'Adm1n-Override';
 const ADMIN = basic('admin', ADMIN_PASSWORD);
 const OPS = basic('ops', 'changeit');

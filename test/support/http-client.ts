@@ -3,7 +3,7 @@
  * phrase, headers and body text, and sends admin credentials unless told otherwise.
  */
 import { randomUUID } from 'node:crypto';
-import { ADMIN_AUTHORIZATION } from './node-process.js';
+import { ADMIN_AUTHORIZATION } from './credentials.js';
 
 export interface HttpResponse {
   readonly status: number;

@@ -9,8 +9,6 @@ import { loadConfig } from '../../node/src/config/load.js';
 import { openMemEngine } from './engine-fixture.js';
 import type { Engine } from '../../node/src/storage/event-db.js';
 
-export const ADMIN_AUTH = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
-
 export interface InjectServer {
   readonly app: FastifyInstance;
   readonly db: Engine;

@@ -12,7 +12,6 @@ import { join, resolve, sep } from 'node:path';
 export const MAIN_JS = import.meta.dirname.includes(`${sep}dist${sep}`)
   ? resolve(import.meta.dirname, '../../node/src/main.js')
   : resolve(import.meta.dirname, '../../dist/node/src/main.js');
-export const ADMIN_AUTHORIZATION = `Basic ${Buffer.from('admin:changeit').toString('base64')}`;
 
 export interface NodeProcess {
   readonly baseUrl: string;
