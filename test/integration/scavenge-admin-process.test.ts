@@ -86,6 +86,20 @@ async function waitFor<T>(
   }
 }
 
+/**
+ * Waits until a run's history stream holds its $scavengeStarted event. Polls as admin: until the
+ * run's metadata is written, only $admins may read its stream.
+ */
+async function waitForScavengeStarted(http: Http, stream: string, context?: () => string): Promise<void> {
+  await waitFor('$scavengeStarted to be written', async () => {
+    const response = await http('GET', `/streams/${encodeURIComponent(stream)}?embed=body`, {
+      headers: { accept: ATOM_JSON },
+    });
+    const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
+    return written ? true : undefined;
+  }, 60_000, context);
+}
+
 async function waitForResult(http: Http, scavengeId: string, timeoutMs = 60_000): Promise<string> {
   return waitFor(`scavenge ${scavengeId} to end`, async () => {
     const last = await lastScavenge(http);
@@ -382,14 +396,7 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
   it('writes Interrupted at restart for a scavenge the node was killed in', async () => {
     const scavengeId = await startScavenge(http, '?throttlePercent=1');
     const stream = `$scavenges-${scavengeId}`;
-    // Until the run's metadata is written, only $admins may read its stream: poll as admin.
-    await waitFor('$scavengeStarted to be written', async () => {
-      const response = await http('GET', `/streams/${encodeURIComponent(stream)}?embed=body`, {
-        headers: { accept: ATOM_JSON },
-      });
-      const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
-      return written ? true : undefined;
-    }, 60_000, () => `; node output:\n${node.output.slice(-40).join('\n')}`);
+    await waitForScavengeStarted(http, stream, () => `; node output:\n${node.output.slice(-40).join('\n')}`);
     expect((await currentScavenge(http)).scavengeId).toBe(scavengeId);
     await node.stop('SIGKILL');
 
@@ -443,13 +450,7 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
     await writeRemovableEvents(http, 20);
     const scavengeId = await startScavenge(http, '?throttlePercent=1');
     const stream = `$scavenges-${scavengeId}`;
-    await waitFor('$scavengeStarted to be written', async () => {
-      const response = await http('GET', `/streams/${encodeURIComponent(stream)}?embed=body`, {
-        headers: { accept: ATOM_JSON },
-      });
-      const written = response.status === 200 && response.text.includes('"$scavengeStarted"');
-      return written ? true : undefined;
-    });
+    await waitForScavengeStarted(http, stream);
     expect((await currentScavenge(http)).scavengeId).toBe(scavengeId);
     expect(await node.stop('SIGTERM')).toBe(0);
 
