@@ -407,10 +407,10 @@ export class Engine implements EventDb {
   }
 
   /**
-   * The single writer loop. Each batch is one write and one fdatasync of the chunk; then the
-   * writer.chk update (its own fsync) and the apply run in the background while the loop already
-   * writes the next batch, so the two fsyncs of consecutive batches overlap. Checkpoint writes and
-   * applies stay in batch order, and nothing is acknowledged before its writer.chk is durable.
+   * The single writer loop. Each batch is one write and one fdatasync of the chunk; the loop goes
+   * on to the next batch while it flushes (see writeBatch), and the commit pipeline moves
+   * writer.chk and applies batches in log order (see commitPipeline). Nothing is acknowledged
+   * before its writer.chk is durable. A chunk rollover first drains the pipeline.
    */
   private async runWriter(): Promise<void> {
     this.writing = true;
