@@ -22,35 +22,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sqlite from 'node-sqlite3-wasm';
-import { pino } from 'pino';
 import ts from 'typescript';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { OriginalStreamData, ScavengeState } from './scavenge-types.js';
-import { openSqliteScavengeState } from './sqlite-scavenge-state.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scavengeDbPath, sqliteStateFixture } from '../../../../test/support/scavenge-fixture.js';
+import type { OriginalStreamData } from './scavenge-types.js';
 
 const { Database: SqliteDatabase } = sqlite;
-const log = pino({ level: 'silent' });
+const { makeIndexPath, open } = sqliteStateFixture('sqlite-scavenge-state-crash-');
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../../../..');
-
-const directories: string[] = [];
-const opened: ScavengeState[] = [];
-
-function makeIndexPath(): string {
-  const indexPath = mkdtempSync(join(tmpdir(), 'sqlite-scavenge-state-crash-'));
-  directories.push(indexPath);
-  return indexPath;
-}
-
-function open(indexPath: string): ScavengeState {
-  const state = openSqliteScavengeState({ indexPath, log });
-  opened.push(state);
-  return state;
-}
-
-function dbPath(indexPath: string): string {
-  return join(indexPath, 'scavenging', 'scavenging.db');
-}
 
 function original(stream: string, discardPoint: number): OriginalStreamData {
   return {
@@ -65,13 +45,6 @@ function original(stream: string, discardPoint: number): OriginalStreamData {
     status: 'Active',
   };
 }
-
-afterEach(() => {
-  for (const state of opened.splice(0)) state.close();
-  for (const directory of directories.splice(0)) {
-    rmSync(directory, { recursive: true, force: true });
-  }
-});
 
 describe('SqliteScavengeState after SIGKILL', () => {
   let childDirectory = '';
@@ -107,9 +80,9 @@ describe('SqliteScavengeState after SIGKILL', () => {
     const child = spawnChild(childDirectory, ['loop', indexPath, '20']);
     await waitForCounter(child, 10);
     await killChild(child);
-    expect(existsSync(`${dbPath(indexPath)}-wal`)).toBe(true);
-    rmSync(dbPath(indexPath));
-    const state = open(indexPath);
+    expect(existsSync(`${scavengeDbPath(indexPath)}-wal`)).toBe(true);
+    rmSync(scavengeDbPath(indexPath));
+    const state = open({ indexPath });
     expect(state.lastAccumulatedChunk()).toBe(-1);
     expect(state.getCheckpoint()).toBeUndefined();
     expect([...state.allOriginalsWithDiscards()]).toEqual([]);
@@ -120,7 +93,7 @@ describe('SqliteScavengeState after SIGKILL', () => {
 
   it('rolls back a transaction interrupted in the middle', async () => {
     const indexPath = makeIndexPath();
-    const seed = open(indexPath);
+    const seed = open({ indexPath });
     seed.transaction(() => {
       for (let i = 0; i < SEED_ROW_COUNT; i++) {
         seed.setOriginal(original(seedName(i), 1));
@@ -128,14 +101,14 @@ describe('SqliteScavengeState after SIGKILL', () => {
       seed.setLastAccumulatedChunk(0);
     });
     seed.close();
-    const committedBytes = readFileSync(dbPath(indexPath));
+    const committedBytes = readFileSync(scavengeDbPath(indexPath));
     const child = spawnChild(childDirectory, ['midtransaction', indexPath]);
     await waitForLine(child, 'in-transaction');
     await killChild(child);
     // The transaction spilled its pages to the WAL; the database file itself is untouched.
-    expect(statSync(`${dbPath(indexPath)}-wal`).size).toBeGreaterThan(1024 * 1024);
-    expect(readFileSync(dbPath(indexPath)).equals(committedBytes)).toBe(true);
-    const state = open(indexPath);
+    expect(statSync(`${scavengeDbPath(indexPath)}-wal`).size).toBeGreaterThan(1024 * 1024);
+    expect(readFileSync(scavengeDbPath(indexPath)).equals(committedBytes)).toBe(true);
+    const state = open({ indexPath });
     expect(state.lastAccumulatedChunk()).toBe(0);
     const rows = [...state.allOriginalsWithDiscards()];
     const seedNames = Array.from({ length: SEED_ROW_COUNT }, (_, i) => seedName(i));
@@ -167,7 +140,7 @@ describe('SqliteScavengeState after SIGKILL', () => {
 
   /** Returns the committed counter after checking every transaction's rows are all there. */
   function checkConsistentPrefix(indexPath: string, rowsPerTransaction: number): number {
-    const state = open(indexPath);
+    const state = open({ indexPath });
     const counter = state.lastAccumulatedChunk();
     const rowCounts = new Map<number, number>();
     for (const data of state.allOriginalsWithDiscards()) {

@@ -6,47 +6,25 @@
 import { spawn } from 'node:child_process';
 import {
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sqlite from 'node-sqlite3-wasm';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EventDbError, FatalError } from '../../errors.js';
-import type { OriginalStreamData, ScavengeState } from './scavenge-types.js';
-import { openSqliteScavengeState } from './sqlite-scavenge-state.js';
-import type { SqliteScavengeStateOptions } from './sqlite-scavenge-state.js';
+import type { OriginalStreamData } from './scavenge-types.js';
+import { scavengeDbPath, sqliteStateFixture } from '../../../../test/support/scavenge-fixture.js';
 
 const { Database: SqliteDatabase } = sqlite;
-const log = pino({ level: 'silent' });
-
-const directories: string[] = [];
-const opened: ScavengeState[] = [];
-
-function makeIndexPath(): string {
-  const indexPath = mkdtempSync(join(tmpdir(), 'sqlite-scavenge-state-'));
-  directories.push(indexPath);
-  return indexPath;
-}
-
-function open(options: Partial<SqliteScavengeStateOptions> & { indexPath: string }): ScavengeState {
-  const state = openSqliteScavengeState({ log, ...options });
-  opened.push(state);
-  return state;
-}
-
-function dbPath(indexPath: string): string {
-  return join(indexPath, 'scavenging', 'scavenging.db');
-}
+const { makeIndexPath, open } = sqliteStateFixture('sqlite-scavenge-state-');
 
 /** The page size from the database header (big-endian u16 at offset 16; 1 means 65536). */
 function headerPageSizeBytes(indexPath: string): number {
-  const header = readFileSync(dbPath(indexPath)).subarray(0, 100);
+  const header = readFileSync(scavengeDbPath(indexPath)).subarray(0, 100);
   const value = header.readUInt16BE(16);
   return value === 1 ? 65536 : value;
 }
@@ -65,13 +43,6 @@ function original(stream: string, overrides: Partial<OriginalStreamData> = {}): 
     ...overrides,
   };
 }
-
-afterEach(() => {
-  for (const state of opened.splice(0)) state.close();
-  for (const directory of directories.splice(0)) {
-    rmSync(directory, { recursive: true, force: true });
-  }
-});
 
 describe('SqliteScavengeState', () => {
   it('gives back the same data after reopening from disk', () => {
@@ -142,8 +113,8 @@ describe('SqliteScavengeState', () => {
   it('reports a corrupt database as an error naming the file', () => {
     const indexPath = makeIndexPath();
     mkdirSync(join(indexPath, 'scavenging'));
-    writeFileSync(dbPath(indexPath), Buffer.alloc(8192, 0x5a));
-    expect(() => open({ indexPath })).toThrow(dbPath(indexPath));
+    writeFileSync(scavengeDbPath(indexPath), Buffer.alloc(8192, 0x5a));
+    expect(() => open({ indexPath })).toThrow(scavengeDbPath(indexPath));
   });
 
   it('reports corrupt pages found later as an error naming the file', () => {
@@ -155,11 +126,11 @@ describe('SqliteScavengeState', () => {
       }
     });
     state.close();
-    const bytes = readFileSync(dbPath(indexPath));
+    const bytes = readFileSync(scavengeDbPath(indexPath));
     bytes.fill(0xa5, 4096 * 2);
-    writeFileSync(dbPath(indexPath), bytes);
+    writeFileSync(scavengeDbPath(indexPath), bytes);
     const reopened = open({ indexPath });
-    expect(() => [...reopened.allOriginalsWithDiscards()]).toThrow(dbPath(indexPath));
+    expect(() => [...reopened.allOriginalsWithDiscards()]).toThrow(scavengeDbPath(indexPath));
   });
 
   it('reports stored values that fail the checks as corruption of the file, not as fatal', () => {
@@ -169,7 +140,7 @@ describe('SqliteScavengeState', () => {
     const scavengePoint = { number: 0, position: 0, effectiveNowMs: 0, threshold: 0 };
     state.setCheckpoint({ stage: 'Cleaning', scavengePoint });
     state.close();
-    const db = new SqliteDatabase(dbPath(indexPath));
+    const db = new SqliteDatabase(scavengeDbPath(indexPath));
     db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL');
     db.exec('UPDATE OriginalStreamDatas SET status = 9');
     db.run('UPDATE Checkpoints SET value = ?', '{"stage":1}');
@@ -191,7 +162,7 @@ describe('SqliteScavengeState', () => {
       expect(err).toBeInstanceOf(EventDbError);
       expect(err).not.toBeInstanceOf(FatalError);
       expect((err as EventDbError).code).toBe('EDB_INDEX_CORRUPT');
-      expect((err as EventDbError).message).toContain(dbPath(indexPath));
+      expect((err as EventDbError).message).toContain(scavengeDbPath(indexPath));
     }
   });
 
@@ -200,7 +171,7 @@ describe('SqliteScavengeState', () => {
     const first = open({ indexPath });
     first.setLastAccumulatedChunk(5);
     first.close();
-    rmSync(dbPath(indexPath));
+    rmSync(scavengeDbPath(indexPath));
     const second = open({ indexPath });
     expect(second.lastAccumulatedChunk()).toBe(-1);
     expect(second.getCheckpoint()).toBeUndefined();
@@ -211,8 +182,8 @@ describe('SqliteScavengeState', () => {
     open({ indexPath }).close();
     const exited = spawn('node', ['-e', '']);
     await new Promise((resolveExit) => exited.once('exit', resolveExit));
-    mkdirSync(`${dbPath(indexPath)}.lock`);
-    writeFileSync(`${dbPath(indexPath)}.lock/owner`, `${exited.pid}\n`);
+    mkdirSync(`${scavengeDbPath(indexPath)}.lock`);
+    writeFileSync(`${scavengeDbPath(indexPath)}.lock/owner`, `${exited.pid}\n`);
     const state = open({ indexPath });
     state.setLastAccumulatedChunk(1);
     expect(state.lastAccumulatedChunk()).toBe(1);
@@ -223,8 +194,8 @@ describe('SqliteScavengeState', () => {
   it('refuses a database locked by a live process', () => {
     const indexPath = makeIndexPath();
     open({ indexPath }).close();
-    mkdirSync(`${dbPath(indexPath)}.lock`);
-    writeFileSync(`${dbPath(indexPath)}.lock/owner`, `${process.ppid}\n`);
+    mkdirSync(`${scavengeDbPath(indexPath)}.lock`);
+    writeFileSync(`${scavengeDbPath(indexPath)}.lock/owner`, `${process.ppid}\n`);
     expect(() => open({ indexPath })).toThrow(`in use by process ${process.ppid}`);
   });
 
