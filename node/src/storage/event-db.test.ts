@@ -216,6 +216,29 @@ describe('durability and recovery', () => {
     expect(await reopened.append('p', 79, [jsonEvent('after')])).toMatchObject({ kind: 'success', firstEventNumber: 80 });
   });
 
+  it('does not zero-fill the next chunk under bulk writes: files stay exactly as long as their contents', async () => {
+    const dir = tempDir();
+    const chunkSizeBytes = 1024 * 1024;
+    const options = engineOptions(dir, { chunkSizeBytes });
+    const db = await openTestEngine(options);
+    const pad = 'b'.repeat(1000);
+    // Batches of ~330 KiB, so the recent flushes are large by the time the next chunks start.
+    for (let b = 0; b < 40; b++) await db.append('bulk', -2, Array.from({ length: 300 }, (_, i) => jsonEvent({ i, pad })));
+    const sizes = Object.fromEntries(fs.readdirSync(options.dbPath)
+      .filter((f) => f.startsWith('chunk-')).map((f) => [f, fs.statSync(path.join(options.dbPath, f)).size]));
+    const names = Object.keys(sizes).sort();
+    expect(names.length).toBeGreaterThan(2);
+    expect(names.filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    const active = names.pop()!;
+    const activeStart = Number(active.slice(6, 12)) * chunkSizeBytes;
+    expect(sizes[active]).toBe(128 + db.stats().writerCheckpoint - activeStart); // no zero tail
+    await db.close();
+    const reopened = await openTestEngine(options);
+    engines.push(reopened);
+    const read = await reopened.readStream('bulk', 0, 20_000, 'forward');
+    expect(read.kind === 'success' ? read.events.length : -1).toBe(12_000);
+  });
+
   it('stops with an error naming the file when a completed chunk is corrupt', async () => {
     const dir = tempDir();
     const options = engineOptions(dir, { chunkSizeBytes: 4096 });

@@ -29,10 +29,21 @@ export class ChunkRegistry {
     readonly storage: ChunkStorage,
     readonly chunkSizeBytes: number,
     private readonly log: Logger,
+    private readonly shouldPreallocate: () => boolean,
   ) {}
 
-  static async open(storage: ChunkStorage, chunkSizeBytes: number, writerPosition: number, log: Logger): Promise<ChunkRegistry> {
-    const registry = new ChunkRegistry(storage, chunkSizeBytes, log);
+  /**
+   * `shouldPreallocate` is asked each time a chunk starts whether to zero-fill the next one
+   * (see prepareNext); by default always.
+   */
+  static async open(
+    storage: ChunkStorage,
+    chunkSizeBytes: number,
+    writerPosition: number,
+    log: Logger,
+    shouldPreallocate: () => boolean = () => true,
+  ): Promise<ChunkRegistry> {
+    const registry = new ChunkRegistry(storage, chunkSizeBytes, log, shouldPreallocate);
     await registry.load(writerPosition);
     return registry;
   }
@@ -147,13 +158,15 @@ export class ChunkRegistry {
   /**
    * Preallocation: while a chunk fills, the next chunk's file is written full of zeros in the
    * background (`<name>.prealloc.tmp`), so appends overwrite existing blocks: an fdatasync then
-   * flushes data only, with no file-size change to journal (about 40% faster here). Only for
-   * on-disk storage; a leftover temp file is deleted at start-up like any other.
+   * flushes data only, with no file-size change to journal. That shortens small fsyncs (p50
+   * 0.14-0.21 vs 0.22-0.26 ms for 16 KiB here) but writes every byte of the log twice, so the
+   * engine asks `shouldPreallocate` (small recent flushes) first. Only for on-disk storage; a
+   * leftover temp file is deleted at start-up like any other.
    */
   private prepared: { chunkNumber: number; done: Promise<string | undefined> } | undefined;
 
   private prepareNext(chunkNumber: number): void {
-    if (!(this.storage instanceof DirectoryChunkStorage)) return;
+    if (!(this.storage instanceof DirectoryChunkStorage) || !this.shouldPreallocate()) return;
     const tempName = `${chunkFileName(chunkNumber, 0)}.prealloc.tmp`;
     const sizeBytes = CHUNK_HEADER_SIZE_BYTES + this.chunkSizeBytes;
     const done = (async (): Promise<string | undefined> => {
