@@ -233,6 +233,44 @@ describe('PersistentStreamIndex.removeEntries', () => {
   });
 });
 
+describe('PersistentStreamIndex full merges', () => {
+  it('rewrites every table in one merge: the flush before it does not cascade level merges', async () => {
+    for (const run of ['removeEntries', 'mergeAll'] as const) {
+      const messages: string[] = [];
+      const capture = pino({ level: 'info' }, { write: (line: string) => { messages.push(JSON.parse(line).msg as string); } });
+      const index = await open({ maxMemTableSize: 4, log: capture });
+      const model: IndexEntry[] = [];
+      // 28 entries: tables on levels 2, 1 and 0, so one more flushed table would cascade 3 merges.
+      for (let position = 0; position < 31; position += 1) {
+        const added = entry(BigInt(position % 5), Math.floor(position / 5), position);
+        model.push(added);
+        index.add([added], position + 1);
+        if (position === 27) {
+          await index.flush();
+          expect(index.tableLevels().sort()).toEqual([0, 1, 2]);
+        }
+      }
+      messages.length = 0;
+      const keep = (e: IndexEntry): boolean => run === 'mergeAll' || e.eventNumber !== 2;
+      if (run === 'removeEntries') expect((await index.removeEntries(keep)).removedEntryCount).toBe(5);
+      else await index.mergeAll();
+      expect(messages.filter((m) => m === 'index tables merged')).toHaveLength(1);
+      expect(index.tableLevels()).toHaveLength(1);
+      for (let hash = 0n; hash < 5n; hash += 1n) {
+        expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(model.filter(keep), hash, 0, Infinity));
+      }
+      // Level merging carries on afterwards as usual.
+      for (let position = 31; position < 47; position += 1) index.add([entry(7n, position, position)], position + 1);
+      await index.flush();
+      const levels = index.tableLevels();
+      expect(new Set(levels).size).toBe(levels.length);
+      await index.close();
+      await rm(directory, { recursive: true, force: true });
+      directory = await mkdtemp(join(tmpdir(), 'edb-index-'));
+    }
+  });
+});
+
 describe('PersistentStreamIndex files', () => {
   it('deletes replaced table files only after the new indexmap is written', async () => {
     const index = await open({ maxMemTableSize: 5 });

@@ -79,6 +79,8 @@ export class PersistentStreamIndex implements StreamIndex {
   private failure: unknown = undefined;
   private closed = false;
   private frozenWarned = false;
+  /** Full merges (mergeAll, removeEntries) waiting: level merges before them would be wasted. */
+  private fullMergesPending = 0;
 
   constructor(config: StreamIndexConfig, tables: LiveTable[], persistedLogPosition: number) {
     assert(config.maxMemTableSize >= 1, 'maxMemTableSize is at least 1');
@@ -157,12 +159,14 @@ export class PersistentStreamIndex implements StreamIndex {
   }
 
   async mergeAll(): Promise<void> {
-    await this.flush();
-    if (this.config.memOnly) return;
-    await this.enqueue(async () => {
-      if (this.tables.length < 2) return;
-      const level = Math.max(...this.tables.map((live) => live.level));
-      await this.mergeTables(this.tables, level);
+    await this.withFullMergePending(async () => {
+      await this.flush();
+      if (this.config.memOnly) return;
+      await this.enqueue(async () => {
+        if (this.tables.length < 2) return;
+        const level = Math.max(...this.tables.map((live) => live.level));
+        await this.mergeTables(this.tables, level);
+      });
     });
     await this.whenIdle();
   }
@@ -175,20 +179,37 @@ export class PersistentStreamIndex implements StreamIndex {
   async removeEntries(
     keep: (entry: IndexEntry) => boolean,
   ): Promise<{ removedEntryCount: number }> {
-    await this.flush();
-    if (this.config.memOnly) return { removedEntryCount: this.mem.retain(keep) };
-    const removedEntryCount = await this.enqueue(async () => {
-      if (this.tables.length === 0) return 0;
-      let entryCountBefore = 0;
-      for (const live of this.tables) entryCountBefore += live.table.entryCount;
-      const level = Math.max(...this.tables.map((live) => live.level));
-      // One reused view per merge: no object or bigint per entry unless `keep` reads the hash.
-      const view = new EncodedEntryView();
-      const keepEncoded: EncodedEntryFilter = (words, entryIndex) => keep(view.at(words, entryIndex));
-      return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded));
+    const removedEntryCount = await this.withFullMergePending(async () => {
+      await this.flush();
+      if (this.config.memOnly) return this.mem.retain(keep);
+      return this.enqueue(async () => {
+        if (this.tables.length === 0) return 0;
+        let entryCountBefore = 0;
+        for (const live of this.tables) entryCountBefore += live.table.entryCount;
+        const level = Math.max(...this.tables.map((live) => live.level));
+        // One reused view per merge: no object or bigint per entry unless `keep` reads the hash.
+        const view = new EncodedEntryView();
+        const keepEncoded: EncodedEntryFilter = (words, entryIndex) => keep(view.at(words, entryIndex));
+        return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded));
+      });
     });
     await this.whenIdle();
     return { removedEntryCount };
+  }
+
+  /**
+   * Runs `work` (a flush followed by a merge of every table) with level merges held back: the
+   * flush would otherwise cascade merges through the levels only for the full merge to rewrite
+   * the result again. Level merging resumes (kick) once no full merge is pending.
+   */
+  private async withFullMergePending<T>(work: () => Promise<T>): Promise<T> {
+    this.fullMergesPending += 1;
+    try {
+      return await work();
+    } finally {
+      this.fullMergesPending -= 1;
+      if (this.fullMergesPending === 0 && this.mergeableLevel() !== undefined) this.kick();
+    }
   }
 
   async resetAbove(logPosition: number): Promise<boolean> {
@@ -334,7 +355,7 @@ export class PersistentStreamIndex implements StreamIndex {
         await this.flushOldestFrozen();
         continue;
       }
-      const level = this.mergeableLevel();
+      const level = this.fullMergesPending > 0 ? undefined : this.mergeableLevel();
       if (level === undefined) {
         // Cleared in the same synchronous step as the emptiness check, so a freeze that
         // happens after it schedules a new drain.
