@@ -101,9 +101,16 @@ async function appendSection(dir: string, metrics: BenchMetric[], notes: string[
     metrics.push({ name: `${name}: p50 latency`, value: round(r.p50Ms, 2), unit: 'ms', lowerIsBetter: true });
     metrics.push({ name: `${name}: p99 latency`, value: round(r.p99Ms, 2), unit: 'ms', lowerIsBetter: true });
   }
-  const big = await appendLoad(db, 16, 100, 1024, 'kib');
-  metrics.push({ name: 'append 1 KiB events, 16 writers, batch 100: bandwidth', value: round(big.mbPerSecond), unit: 'MB/s' });
-  metrics.push({ name: 'append 1 KiB batched bandwidth / raw sequential bandwidth', value: round((100 * big.mbPerSecond) / rawMBps, 1), unit: '%', target: 50 });
+  // The disk's speed drifts on a shared machine: the raw limit is measured again right before
+  // and right after the 1 KiB run, and the run is compared with the mean of the two.
+  const rawBeforeMBps = rawSequentialMBps(dir, 2000);
+  const big = await appendLoad(db, 64, 100, 1024, 'kib');
+  const rawAfterMBps = rawSequentialMBps(dir, 2000);
+  const rawAroundMBps = (rawBeforeMBps + rawAfterMBps) / 2;
+  metrics.push({ name: 'append 1 KiB events, 64 writers, batch 100: bandwidth', value: round(big.mbPerSecond), unit: 'MB/s' });
+  metrics.push({ name: 'raw disk right before / after the 1 KiB run', value: round(rawAroundMBps), unit: 'MB/s' });
+  notes.push(`raw disk around the 1 KiB run: ${round(rawBeforeMBps)} MB/s before, ${round(rawAfterMBps)} MB/s after; at the start of the section: ${round(rawMBps)} MB/s`);
+  metrics.push({ name: 'append 1 KiB batched bandwidth / raw sequential bandwidth', value: round((100 * big.mbPerSecond) / rawAroundMBps, 1), unit: '%', target: 50 });
   const stats = db.stats();
   notes.push(`writer: ${stats.writer.flushCount} flushes, mean flush ${round(stats.writer.meanFlushSizeBytes / 1024, 1)} KiB, mean flush delay ${round(stats.writer.meanFlushDelayMs, 2)} ms`);
   await readSection(db, metrics);
