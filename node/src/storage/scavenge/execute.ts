@@ -16,7 +16,10 @@ import {
 import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
-import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
+import { GroupChunkWriter } from './group-chunk-writer.js';
+import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
+import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
+import { ScavengeStopped, type ScavengeAccess, type ScavengePacer } from './scavenge-access.js';
 import type { MetastreamData, OriginalStreamData, ScavengeListener, ScavengePoint, ScavengeState } from './scavenge-types.js';
 
 /** The decisions execution needs, loaded once per run. */
@@ -188,43 +191,172 @@ async function executeChunksWith(
 }
 
 /**
- * One thread, two stages in a pipeline: while chunk N's copy is being made durable (fsync),
- * swapped in and checkpointed, chunk N+1 is already read and filtered. Swaps and checkpoints
- * stay in chunk order, and a run that stops or fails waits for the chunk in its second stage.
+ * One thread, two stages in a pipeline: while a copy is being made durable (fsync), swapped in
+ * and checkpointed, the next chunk is already read and filtered. Swaps and checkpoints stay in
+ * chunk order, and a run that stops or fails waits for the copy in its second stage.
+ *
+ * Unless merging is disabled, neighbouring executed chunks whose kept data fits one chunk are
+ * written into one file covering their range (a group), so the merge stage does not have to
+ * read and write them again. Whether the next chunk joins the open group is predicted from the
+ * share of data the previous chunk kept; when its data turns out not to fit after all, what it
+ * added is taken back, the group is closed without it, and the chunk is read again into a new
+ * group. A group is swapped in once, when it is closed; until then its chunks are not done (a
+ * crash or a failure redoes them). A stop closes the open group with the chunks it completed.
  */
 async function executeInThread(
   access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, todo: readonly Chunk[], rules: DiscardRules,
   run: ExecutionRun, pacer: ScavengePacer, totals: ExecutionTotals, markDone: (chunk: Chunk) => void,
 ): Promise<void> {
+  const merging = !access.disableMerging;
   let previous: Promise<void> = Promise.resolve();
+  let group: OpenGroup | undefined;
+  let keptShare = 1;
+  const close = (): void => {
+    const g = group;
+    group = undefined;
+    if (!g) return;
+    if (g.members.length === 0) {
+      const dropped = discard(g);
+      const before = previous;
+      previous = (async () => { await before; await dropped; })();
+      previous.catch(() => {});
+      return;
+    }
+    const last = g.members[g.members.length - 1]!.chunk;
+    const durable = (async () => {
+      try {
+        await g.writer.finish(last.header.chunkEndNumber, last.logicalDataEndPosition - g.members[0]!.chunk.startPosition);
+      } finally {
+        await g.writer.settle();
+        await g.file.close();
+      }
+    })();
+    durable.catch(() => {}); // awaited below
+    const before = previous;
+    previous = (async () => {
+      await before;
+      await durable;
+      await completeGroup(access, state, g, run, totals);
+      for (const m of g.members) markDone(m.chunk);
+    })();
+    previous.catch(() => {}); // awaited below or by the next group
+  };
+  const discard = async (g: OpenGroup): Promise<void> => {
+    await g.writer.settle();
+    await g.file.close();
+    await access.registry.storage.remove(g.tempName);
+  };
+  const open = (chunk: Chunk): OpenGroup => {
+    const tempName = `${randomUUID()}.scavenge.tmp`;
+    const file = access.registry.storage.create(tempName);
+    return { tempName, file, writer: new GroupChunkWriter(file, access.chunkSizeBytes, chunk.header.chunkStartNumber), members: [] };
+  };
   try {
     for (const chunk of todo) {
       const startedMs = performance.now();
       const weight = chunkWeight(state, chunk);
       if (!meetsThreshold(weight, point.threshold)) {
+        close();
         await previous;
         logSkipped(access, point, chunk, weight);
         markDone(chunk);
       } else {
-        const tempName = `${randomUUID()}.scavenge.tmp`;
-        const copy = await writeScavengedCopy(chunk, access.registry.storage.create(tempName), access.chunkSizeBytes, rules, () => pacer.yieldNow());
-        const before = previous;
-        previous = (async () => {
-          await before;
-          await copy.durable;
-          await completeOne(access, state, chunk, { weight, tempName, startedMs, kept: copy.kept, removed: copy.removed }, run, totals);
-          markDone(chunk);
-        })();
-        previous.catch(() => {}); // awaited below or by the next chunk
+        if (group && (!merging || group.members.at(-1)!.chunk.header.chunkEndNumber + 1 !== chunk.header.chunkStartNumber
+          || group.writer.dataSizeBytes + chunk.physicalDataSizeBytes * keptShare > access.chunkSizeBytes)) close();
+        group ??= open(chunk);
+        let g: OpenGroup = group;
+        await g.writer.mark();
+        let counts = await filterChunk(chunk, g.writer, rules, async () => {
+          await g.writer.drain();
+          if (g.members.length > 0 && g.writer.dataSizeBytes > access.chunkSizeBytes) throw OVERFLOW;
+          await pacer.yieldNow();
+        }).catch(async (err: unknown) => {
+          if (err === OVERFLOW) return undefined;
+          if (err instanceof ScavengeStopped) await g.writer.rollback();
+          throw err;
+        });
+        if (counts === undefined || (g.members.length > 0 && g.writer.dataSizeBytes > access.chunkSizeBytes)) {
+          // It does not fit: the group closes without it, and it starts the next one.
+          access.log.debug({ chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber },
+            'chunk does not fit the chunk being merged: it is read again into a new one');
+          await g.writer.rollback();
+          close();
+          g = group = open(chunk);
+          await g.writer.mark();
+          counts = await filterChunk(chunk, g.writer, rules, async () => {
+            await g.writer.drain();
+            await pacer.yieldNow();
+          }).catch(async (err: unknown) => {
+            if (err instanceof ScavengeStopped) await g.writer.rollback();
+            throw err;
+          });
+        }
+        const keptBytes = g.writer.dataSizeBytes - (g.members.length > 0 ? g.members.reduce((n, m) => n + m.keptBytes, 0) : 0);
+        g.members.push({ chunk, weight, startedMs, keptBytes, ...counts });
+        keptShare = chunk.physicalDataSizeBytes > 0 ? keptBytes / chunk.physicalDataSizeBytes : 1;
+        if (!merging) close();
       }
       await pacer.afterUnit();
     }
   } catch (err: unknown) {
-    // Let the chunk in the second stage finish first; a fatal error there wins.
+    if (err instanceof ScavengeStopped) {
+      close(); // with the chunks it completed: their work is kept
+    } else if (group) {
+      const g = group;
+      group = undefined;
+      await discard(g).catch(() => {});
+    }
+    // Let the copy in the second stage finish first; a fatal error there wins.
     const earlier = await previous.then(() => undefined, (e: unknown) => e);
     throw earlier instanceof FatalError ? earlier : err;
   }
+  close();
   await previous;
+}
+
+/** Thrown (and caught) inside a chunk walk when the open group cannot take the chunk's data. */
+const OVERFLOW = new Error('the group is full');
+
+interface GroupMember { chunk: Chunk; weight: number; startedMs: number; keptBytes: number; kept: number; removed: number }
+interface OpenGroup { tempName: string; file: BlockFile; writer: GroupChunkWriter; members: GroupMember[] }
+
+/**
+ * Swaps a closed, durable group in; then per chunk: resets its weights, logs and reports it
+ * (the space it saved: its old file less its kept data); for 2+ chunks also the merge (the rest
+ * of the space saved).
+ */
+async function completeGroup(
+  access: ScavengeAccess, state: ScavengeState, g: OpenGroup, run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
+): Promise<void> {
+  const oldSizes = g.members.map((m) => m.chunk.file.sizeBytes());
+  const swapped = await access.registry.swapIn(g.tempName);
+  const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
+  const first = g.members[0]!.chunk;
+  const last = g.members[g.members.length - 1]!.chunk;
+  state.transaction(() => {
+    for (let n = first.header.chunkStartNumber; n <= last.header.chunkEndNumber; n++) state.resetChunkWeight(n);
+  });
+  totals.spaceSavedBytes += spaceSavedBytes;
+  totals.maxChunkScavenged = Math.max(totals.maxChunkScavenged, last.header.chunkEndNumber);
+  let perChunkSaved = 0;
+  for (const [i, m] of g.members.entries()) {
+    const range = { chunkStartNumber: m.chunk.header.chunkStartNumber, chunkEndNumber: m.chunk.header.chunkEndNumber };
+    // As if the chunk had been rewritten on its own; the merge saves the rest (headers, footers).
+    const saved = g.members.length === 1 ? spaceSavedBytes : oldSizes[i]! - (CHUNK_HEADER_SIZE_BYTES + m.keptBytes + m.kept * POSMAP_ENTRY_BYTES + CHUNK_FOOTER_SIZE_BYTES);
+    perChunkSaved += saved;
+    totals.executedChunks += 1;
+    const timeTakenMs = performance.now() - m.startedMs;
+    access.log.info({ ...range, weight: m.weight, keptRecords: m.kept, removedRecords: m.removed, spaceSavedBytes: saved, timeTakenMs: Math.round(timeTakenMs) },
+      `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${m.weight}`);
+    await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes: saved, wasScavenged: true, weight: m.weight, errorMessage: '' });
+  }
+  if (g.members.length > 1) {
+    const range = { chunkStartNumber: first.header.chunkStartNumber, chunkEndNumber: last.header.chunkEndNumber };
+    const mergeSaved = spaceSavedBytes - perChunkSaved;
+    const timeTakenMs = performance.now() - g.members[0]!.startedMs;
+    access.log.info({ ...range, chunkCount: g.members.length, spaceSavedBytes: mergeSaved, timeTakenMs: Math.round(timeTakenMs) }, 'chunks merged');
+    await run.listener.chunksMerged({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes: mergeSaved, wasMerged: true, errorMessage: '' });
+  }
 }
 
 function logSkipped(access: ScavengeAccess, point: ScavengePoint, chunk: Chunk, weight: number): void {
@@ -275,27 +407,12 @@ export async function writeScavengedCopy(
   chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
 ): Promise<{ kept: number; removed: number; durable: Promise<void> }> {
   const writer = new ScavengedChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, chunk.header.chunkEndNumber);
-  const filter = new ChunkFilter(rules);
+  let counts: { kept: number; removed: number };
   try {
     await writer.begin();
-    // Kept frames are copied in runs: [runStart, runEnd) of the current block.
-    let runStart = -1;
-    let runEnd = 0;
-    await forEachFrame(chunk, (block, frame, size, logPosition) => {
-      if (filter.keeps(block, frame)) {
-        writer.mapFrame(logPosition, size);
-        if (runStart < 0) runStart = frame;
-        runEnd = frame + size;
-      } else if (runStart >= 0) {
-        writer.copy(block, runStart, runEnd);
-        runStart = -1;
-      }
-    }, async () => {
+    counts = await filterChunk(chunk, writer, rules, async () => {
       await writer.drain();
       await between();
-    }, (block) => {
-      if (runStart >= 0) writer.copy(block, runStart, runEnd);
-      runStart = -1;
     });
   } catch (err: unknown) {
     await writer.settle();
@@ -311,16 +428,52 @@ export async function writeScavengedCopy(
     }
   })();
   durable.catch(() => {}); // the caller awaits it
-  return { kept: filter.kept, removed: filter.removed, durable };
+  return { ...counts, durable };
+}
+
+/** Where kept frames go: their map entries, then their bytes (in runs of whole frames). */
+interface FrameSink {
+  mapFrame(logPosition: number, frameSizeBytes: number): void;
+  copy(src: Buffer, start: number, end: number): void;
+}
+
+/**
+ * Reads and filters `chunk` into `out`. Throws (before `out` could be used) when the chunk turns
+ * out to be corrupt: the checksum is known only at the end of the walk.
+ */
+async function filterChunk(chunk: Chunk, out: FrameSink, rules: DiscardRules, between: () => Promise<void>): Promise<{ kept: number; removed: number }> {
+  const filter = new ChunkFilter(rules);
+  // Kept frames are copied in runs: [runStart, runEnd) of the current block.
+  let runStart = -1;
+  let runEnd = 0;
+  await forEachFrame(chunk, (block, frame, size, logPosition) => {
+    if (filter.keeps(block, frame)) {
+      out.mapFrame(logPosition, size);
+      if (runStart < 0) runStart = frame;
+      runEnd = frame + size;
+    } else if (runStart >= 0) {
+      out.copy(block, runStart, runEnd);
+      runStart = -1;
+    }
+  }, between, (block) => {
+    if (runStart >= 0) out.copy(block, runStart, runEnd);
+    runStart = -1;
+  });
+  return { kept: filter.kept, removed: filter.removed };
 }
 
 /**
  * Merges runs of neighbouring completed chunks whose data together fits one chunk, so many small
- * scavenged chunks become one file.
+ * scavenged chunks become one file. With threads = 1 the execution stage already merged the
+ * chunks it rewrote; this finds what is left (chunks it skipped, a merge its prediction missed,
+ * or every chunk when worker threads did the rewriting).
  */
 export async function mergeChunks(
   access: ScavengeAccess, point: ScavengePoint, run: { scavengeId: string; listener: ScavengeListener }, pacer: ScavengePacer, totals: ExecutionTotals,
 ): Promise<void> {
+  // The last swap of the execution stage is work like any other: rest for it (throttle) and
+  // honour a stop before looking for chunks left to merge.
+  await pacer.afterUnit();
   for (const group of mergeGroups(chunksInScope(access, point), access.chunkSizeBytes)) {
     const startedMs = performance.now();
     const first = group[0]!;

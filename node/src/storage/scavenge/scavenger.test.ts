@@ -155,6 +155,43 @@ describe('scavenge thresholds and merging', () => {
   });
 });
 
+describe('merging while executing (threads=1)', () => {
+  it('merges neighbours as it rewrites them; a chunk whose kept data turns out not to fit starts the next merged chunk', async () => {
+    const dir = tempDir();
+    const { log, lines } = capturingLog();
+    const db = await open(dir, {}, { log });
+    // Per round, about three chunks keeping 40%, 0% and 70% of their data: predicted from the
+    // previous chunk's share, the third joins a group it does not fit.
+    const kept: string[] = [];
+    for (let round = 0; round < 4; round++) {
+      await fill(db, `keep-a${round}`, 16);
+      kept.push(`keep-a${round}`);
+      await fill(db, `gone-${round}`, 64);
+      await fill(db, `keep-b${round}`, 28);
+      kept.push(`keep-b${round}`);
+      await fill(db, `gone2-${round}`, 12);
+      await db.deleteStream(`gone-${round}`, -2, true);
+      await db.deleteStream(`gone2-${round}`, -2, true);
+    }
+    const before = chunkFiles(dir).length;
+    const { outcome, listener } = await scavenge(db);
+    expect(outcome.result).toBe('Success');
+    expect(lines.some((l) => String(l['msg']).startsWith('chunk does not fit'))).toBe(true);
+    expect(listener.count('chunksMerged')).toBeGreaterThan(0);
+    expect(chunkFiles(dir).length).toBeLessThan(before);
+    const check = async (e: Engine): Promise<void> => {
+      for (const s of kept) expect((await allFor(e, s)).length, s).toBe(s.startsWith('keep-a') ? 16 : 28);
+      for (let round = 0; round < 4; round++) expect(await allFor(e, `gone-${round}`)).toEqual([Number.MAX_SAFE_INTEGER]);
+      const all = await e.readAll(undefined, 100_000, 'forward');
+      const positions = all.events.map((ev) => ev.logPosition);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    };
+    await check(db);
+    await db.close();
+    await check(await open(dir));
+  });
+});
+
 describe('scavenge lifecycle', () => {
   it('stops when asked and the next run resumes and finishes the job', async () => {
     const dir = tempDir();

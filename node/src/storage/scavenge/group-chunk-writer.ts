@@ -1,0 +1,166 @@
+/**
+ * Writes one scavenged chunk file from the kept records of one or more neighbouring source
+ * chunks (single-thread execution merges while it rewrites: see execute.ts). Same file layout as
+ * chunk/chunk-writer.ts (header with isScavenged, records, position map, footer with the crc32
+ * of data and map), but the range it covers is known only at the end, so the header is written
+ * by `finish`; and the data of the source chunk being added can be taken back (`mark` before a
+ * source chunk, `rollback` to it) when it turns out not to fit.
+ *
+ * Kept frames are copied synchronously into a 2 MiB output buffer (double-buffered): `drain`,
+ * between source blocks, starts a write once enough has gathered. The crc32 is taken of each
+ * buffer as its write starts. The file is written under a temp name; the caller renames it into
+ * place only after `finish` (written and fsynced).
+ */
+import { crc32 } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { encodeChunkFooter, encodeChunkHeader } from '../format/chunk-header.js';
+import { writeInt64 } from '../format/binary.js';
+import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
+import type { BlockFile } from '../../platform/block-file.js';
+import { FatalError, assert } from '../../errors.js';
+import { giveBackScratch, takeScratch } from '../chunk/scratch-buffers.js';
+import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
+
+const FLUSH_BYTES = 2 * 1024 * 1024;
+/** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
+const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
+
+interface Mark { physicalBytes: number; mappedBytes: number; mapCount: number; crc: number }
+
+export class GroupChunkWriter {
+  /** Data bytes handed to `copy` so far. */
+  private physicalBytes = 0;
+  /** Data bytes covered by map entries so far (must equal physicalBytes at finish). */
+  private mappedBytes = 0;
+  private crc = 0;
+  private out = takeScratch(OUT_BUFFER_BYTES);
+  private spare = takeScratch(OUT_BUFFER_BYTES);
+  private outBytes = 0;
+  /** Data bytes whose write has been started (the buffer holds the bytes after them). */
+  private writtenBytes = 0;
+  private inFlight: Promise<void> | undefined;
+  private map = Buffer.allocUnsafe(64 * 1024);
+  private mapCount = 0;
+  private marked: Mark | undefined;
+  /** Highest file offset written to, so stale bytes past the end are cut at finish. */
+  private fileEnd = 0;
+
+  constructor(
+    private readonly file: BlockFile,
+    private readonly chunkSizeBytes: number,
+    readonly chunkStartNumber: number,
+  ) {}
+
+  get dataSizeBytes(): number {
+    return this.physicalBytes;
+  }
+
+  /** Records the map entry of the next kept frame: `frameSizeBytes` long, at `logPosition`. */
+  mapFrame(logPosition: number, frameSizeBytes: number): void {
+    if ((this.mapCount + 1) * POSMAP_ENTRY_BYTES > this.map.length) {
+      const bigger = Buffer.allocUnsafe(this.map.length * 2);
+      this.map.copy(bigger, 0, 0, this.mapCount * POSMAP_ENTRY_BYTES);
+      this.map = bigger;
+    }
+    const at = this.mapCount * POSMAP_ENTRY_BYTES;
+    this.map.writeUInt32LE(this.mappedBytes, at);
+    writeInt64(this.map, logPosition - this.chunkStartNumber * this.chunkSizeBytes, at + 4);
+    this.mapCount++;
+    this.mappedBytes += frameSizeBytes;
+  }
+
+  /** Copies `src[start, end)`: whole frames already announced with `mapFrame`. */
+  copy(src: Buffer, start: number, end: number): void {
+    const len = end - start;
+    if (len <= 0) return;
+    if (this.outBytes + len > this.out.length) {
+      const bigger = Buffer.allocUnsafe(this.outBytes + len);
+      this.out.copy(bigger, 0, 0, this.outBytes);
+      this.out = bigger;
+    }
+    src.copy(this.out, this.outBytes, start, end);
+    this.outBytes += len;
+    this.physicalBytes += len;
+  }
+
+  /** Writes the buffered data once enough has gathered. Call between source blocks. */
+  async drain(): Promise<void> {
+    if (this.outBytes >= FLUSH_BYTES) await this.startWrite();
+  }
+
+  /** Remembers where the next source chunk's data starts (see `rollback`). */
+  async mark(): Promise<void> {
+    await this.startWrite();
+    this.marked = { physicalBytes: this.physicalBytes, mappedBytes: this.mappedBytes, mapCount: this.mapCount, crc: this.crc };
+  }
+
+  /** Takes back everything added since `mark`; bytes already written there are overwritten or cut. */
+  async rollback(): Promise<void> {
+    const m = this.marked;
+    assert(m !== undefined, 'rollback after mark');
+    await this.inFlight?.catch(() => {});
+    this.inFlight = undefined;
+    this.physicalBytes = m.physicalBytes;
+    this.mappedBytes = m.mappedBytes;
+    this.mapCount = m.mapCount;
+    this.crc = m.crc;
+    this.writtenBytes = m.physicalBytes;
+    this.outBytes = 0;
+  }
+
+  /** Starts writing the buffered data (waiting for the previous write first), then swaps buffers. */
+  private async startWrite(): Promise<void> {
+    if (this.outBytes === 0) return;
+    await this.inFlight;
+    const view = this.out.subarray(0, this.outBytes);
+    this.crc = crc32(view, this.crc);
+    const position = CHUNK_HEADER_SIZE_BYTES + this.writtenBytes;
+    this.writtenBytes += this.outBytes;
+    this.fileEnd = Math.max(this.fileEnd, position + view.length);
+    const write = this.file.write(view, position);
+    write.catch(() => {}); // awaited by the next startWrite or finish; never an unhandled rejection
+    this.inFlight = write;
+    // The other buffer is free: its write was awaited above.
+    const next = this.spare.length >= OUT_BUFFER_BYTES ? this.spare : takeScratch(OUT_BUFFER_BYTES);
+    this.spare = this.out;
+    this.out = next;
+    this.outBytes = 0;
+  }
+
+  /**
+   * Writes map, footer and header (covering chunks chunkStartNumber..`chunkEndNumber`) and
+   * syncs. `logicalDataSizeBytes`: logical span of the data from the start of the first chunk.
+   */
+  async finish(chunkEndNumber: number, logicalDataSizeBytes: number): Promise<void> {
+    assert(this.mappedBytes === this.physicalBytes, `scavenged chunk map covers ${this.mappedBytes} of ${this.physicalBytes} data bytes`);
+    await this.startWrite();
+    await this.inFlight;
+    const map = this.map.subarray(0, this.mapCount * POSMAP_ENTRY_BYTES);
+    this.crc = crc32(map, this.crc);
+    const mapOffset = CHUNK_HEADER_SIZE_BYTES + this.physicalBytes;
+    await this.file.write(map, mapOffset);
+    await this.file.write(encodeChunkFooter({
+      isCompleted: true, physicalDataSizeBytes: this.physicalBytes, logicalDataSizeBytes, mapCount: this.mapCount, dataCrc32: this.crc,
+    }), mapOffset + map.length);
+    await this.file.write(encodeChunkHeader({
+      chunkSizeBytes: this.chunkSizeBytes, chunkStartNumber: this.chunkStartNumber, chunkEndNumber, isScavenged: true, chunkId: randomUUID(),
+    }), 0);
+    const end = mapOffset + map.length + CHUNK_FOOTER_SIZE_BYTES;
+    if (this.fileEnd > end) await this.file.truncate(end); // data of a source chunk taken back
+    try {
+      await this.file.sync();
+    } catch (err: unknown) {
+      throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${this.file.path} failed`, { cause: err });
+    }
+  }
+
+  /**
+   * Waits for a write in flight and hands the buffers back. Call once, after `finish` or after a
+   * failure or a stop, before the temp file is closed; the writer is unusable afterwards.
+   */
+  async settle(): Promise<void> {
+    await this.inFlight?.catch(() => {});
+    for (const buf of [this.out, this.spare]) if (buf.length === OUT_BUFFER_BYTES) giveBackScratch(buf);
+    this.out = this.spare = Buffer.alloc(0);
+  }
+}
