@@ -39,7 +39,10 @@ export async function calculate(
 function calculateStream(
   access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, o: OriginalStreamData, weights: Map<number, number>,
 ): OriginalStreamData {
-  const last = access.lastEventNumberBefore(o.stream, point.position);
+  // A tombstoned stream's last event is its tombstone, which accumulation found before the
+  // point: no need to look it up (and confirm it against the log) in the index. Execution
+  // removes everything of such a stream but the tombstone whatever this number says.
+  const last = o.isTombstoned ? TOMBSTONE_EVENT_NUMBER : access.lastEventNumberBefore(o.stream, point.position);
   const status = o.isTombstoned ? 'Archived' : o.maxAgeSeconds !== null || o.maxCount !== null ? 'Active' : 'Spent';
   if (last < 0) return { ...o, lastEventNumber: last, status };
   let discardPoint = 0;
