@@ -34,6 +34,17 @@ describe('PositionMap (searched in the file)', () => {
     });
   }
 
+  it('samples a map bigger than one sampling read (128 pages)', () => {
+    const count = 128 * 128 * 2 + 300;
+    const map = new PositionMap(mapFile(count, 7), 7, count);
+    for (let i = 0; i < count; i += 61) {
+      expect(map.lowerBoundLogical(logicalOf(i, count))).toBe(i);
+      expect(map.lowerBoundPhysical(10 * i - 1)).toBe(i);
+    }
+    expect(map.lowerBoundLogical(logicalOf(count - 1, count))).toBe(count - 1);
+    expect(map.lowerBoundPhysical(10 * count)).toBe(count);
+  });
+
   it('answers random lookups in any order (page reloads)', () => {
     const count = 5000;
     const map = new PositionMap(mapFile(count, 0), 0, count);
