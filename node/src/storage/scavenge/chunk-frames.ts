@@ -16,14 +16,19 @@ import { RECORD_FRAME_OVERHEAD_BYTES, RECORD_SIZE_BYTES_MAX } from '../limits.js
 import { crc32 } from 'node:zlib';
 import { FatalError } from '../../errors.js';
 import { giveBackScratch, takeScratch } from '../chunk/scratch-buffers.js';
+import { crc32Combine } from './crc32-combine.js';
 
 const BLOCK_BYTES = 1024 * 1024;
 
 /** One frame: `block[frameOffset, frameOffset + frameSizeBytes)`; its payload starts at frameOffset + 8. */
 export type FrameVisitor = (block: Buffer, frameOffset: number, frameSizeBytes: number, logPosition: number) => void;
 
-/** After a block's frames were visited: `block[0, usedBytes)` holds exactly those frames. */
-export type BlockVisitor = (block: Buffer, usedBytes: number) => void;
+/**
+ * After a block's frames were visited: `block[0, usedBytes)` holds exactly those frames. May
+ * return the crc32 of `block[0, usedBytes)` when it computed it (in pieces, combined): the walk
+ * then takes that instead of a crc pass of its own.
+ */
+export type BlockVisitor = (block: Buffer, usedBytes: number) => number | undefined | void;
 
 /** Offset of the payload inside a frame. */
 export const FRAME_PAYLOAD_OFFSET_BYTES = 8;
@@ -87,8 +92,8 @@ async function walkFrames(
       buffer = Buffer.allocUnsafe(size);
       continue;
     }
-    crc = crc32(block.subarray(0, offset), crc);
-    blockDone?.(block, offset);
+    const blockCrc = blockDone?.(block, offset);
+    crc = typeof blockCrc === 'number' ? crc32Combine(crc, blockCrc, offset) : crc32(block.subarray(0, offset), crc);
     physical += offset;
     await between();
   }

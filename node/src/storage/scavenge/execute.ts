@@ -4,6 +4,7 @@
  * neighbouring chunks, and finally drops index entries whose records are gone.
  */
 import { randomUUID } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { RecordType } from '../format/record.js';
 import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
 import { isMetastream } from '../stream-metadata.js';
@@ -17,6 +18,7 @@ import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
+import { crc32Combine } from './crc32-combine.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
 import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
 import { ScavengeStopped, type ScavengeAccess, type ScavengePacer } from './scavenge-access.js';
@@ -434,8 +436,17 @@ export async function writeScavengedCopy(
 /** Where kept frames go: their map entries, then their bytes (in runs of whole frames). */
 interface FrameSink {
   mapFrame(logPosition: number, frameSizeBytes: number): void;
-  copy(src: Buffer, start: number, end: number): void;
+  /** `rangeCrc32`: the crc32 of `src[start, end)` when the caller has it (a sink may ignore it). */
+  copy(src: Buffer, start: number, end: number, rangeCrc32?: number): void;
 }
+
+/**
+ * Blocks with at most this many kept runs are checksummed run by run (kept runs and the gaps
+ * between them), the crcs combined into the block's (to verify the source chunk) and the kept
+ * runs' into the copy's: every byte is checksummed once. With more runs the combining would
+ * cost more than a second pass over the kept bytes.
+ */
+const COMBINED_CRC_RUNS_MAX = 16;
 
 /**
  * Reads and filters `chunk` into `out`. Throws (before `out` could be used) when the chunk turns
@@ -443,7 +454,9 @@ interface FrameSink {
  */
 async function filterChunk(chunk: Chunk, out: FrameSink, rules: DiscardRules, between: () => Promise<void>): Promise<{ kept: number; removed: number }> {
   const filter = new ChunkFilter(rules);
-  // Kept frames are copied in runs: [runStart, runEnd) of the current block.
+  // Kept runs of the current block: [starts[i], ends[i]); the open run is [runStart, runEnd).
+  const starts: number[] = [];
+  const ends: number[] = [];
   let runStart = -1;
   let runEnd = 0;
   await forEachFrame(chunk, (block, frame, size, logPosition) => {
@@ -452,12 +465,37 @@ async function filterChunk(chunk: Chunk, out: FrameSink, rules: DiscardRules, be
       if (runStart < 0) runStart = frame;
       runEnd = frame + size;
     } else if (runStart >= 0) {
-      out.copy(block, runStart, runEnd);
+      starts.push(runStart);
+      ends.push(runEnd);
       runStart = -1;
     }
-  }, between, (block) => {
-    if (runStart >= 0) out.copy(block, runStart, runEnd);
-    runStart = -1;
+  }, between, (block, used) => {
+    if (runStart >= 0) {
+      starts.push(runStart);
+      ends.push(runEnd);
+      runStart = -1;
+    }
+    const runs = starts.length;
+    let blockCrc: number | undefined;
+    if (runs <= COMBINED_CRC_RUNS_MAX) {
+      blockCrc = 0;
+      let at = 0;
+      for (let i = 0; i < runs; i++) {
+        const s = starts[i]!;
+        const e = ends[i]!;
+        if (s > at) blockCrc = crc32Combine(blockCrc, crc32(block.subarray(at, s)), s - at);
+        const runCrc = crc32(block.subarray(s, e));
+        blockCrc = crc32Combine(blockCrc, runCrc, e - s);
+        out.copy(block, s, e, runCrc);
+        at = e;
+      }
+      if (used > at) blockCrc = crc32Combine(blockCrc, crc32(block.subarray(at, used)), used - at);
+    } else {
+      for (let i = 0; i < runs; i++) out.copy(block, starts[i]!, ends[i]!);
+    }
+    starts.length = 0;
+    ends.length = 0;
+    return blockCrc;
   });
   return { kept: filter.kept, removed: filter.removed };
 }

@@ -7,8 +7,9 @@
  * source chunk, `rollback` to it) when it turns out not to fit.
  *
  * Kept frames are copied synchronously into a 2 MiB output buffer (double-buffered): `drain`,
- * between source blocks, starts a write once enough has gathered. The crc32 is taken of each
- * buffer as its write starts. The file is written under a temp name; the caller renames it into
+ * between source blocks, starts a write once enough has gathered. The crc32 of the data is
+ * folded from the crcs of copied runs when the caller has them (`copy`'s `rangeCrc32`), and
+ * otherwise taken of the buffered bytes before they are written. The file is written under a temp name; the caller renames it into
  * place only after `finish` (written and fsynced).
  */
 import { crc32 } from 'node:zlib';
@@ -20,6 +21,7 @@ import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError, assert } from '../../errors.js';
 import { giveBackScratch, takeScratch } from '../chunk/scratch-buffers.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
+import { crc32Combine } from './crc32-combine.js';
 
 const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
@@ -36,6 +38,8 @@ export class GroupChunkWriter {
   private out = takeScratch(OUT_BUFFER_BYTES);
   private spare = takeScratch(OUT_BUFFER_BYTES);
   private outBytes = 0;
+  /** Bytes at the start of `out` already taken into `crc`. */
+  private crcBytes = 0;
   /** Data bytes whose write has been started (the buffer holds the bytes after them). */
   private writtenBytes = 0;
   private inFlight: Promise<void> | undefined;
@@ -69,8 +73,11 @@ export class GroupChunkWriter {
     this.mappedBytes += frameSizeBytes;
   }
 
-  /** Copies `src[start, end)`: whole frames already announced with `mapFrame`. */
-  copy(src: Buffer, start: number, end: number): void {
+  /**
+   * Copies `src[start, end)`: whole frames already announced with `mapFrame`. `rangeCrc32`, when
+   * the caller has it, is the crc32 of those bytes: it is folded in without reading them again.
+   */
+  copy(src: Buffer, start: number, end: number, rangeCrc32?: number): void {
     const len = end - start;
     if (len <= 0) return;
     if (this.outBytes + len > this.out.length) {
@@ -78,9 +85,20 @@ export class GroupChunkWriter {
       this.out.copy(bigger, 0, 0, this.outBytes);
       this.out = bigger;
     }
+    if (rangeCrc32 !== undefined) this.foldPendingCrc();
     src.copy(this.out, this.outBytes, start, end);
     this.outBytes += len;
     this.physicalBytes += len;
+    if (rangeCrc32 !== undefined) {
+      this.crc = crc32Combine(this.crc, rangeCrc32, len);
+      this.crcBytes = this.outBytes;
+    }
+  }
+
+  /** Takes the buffered bytes not yet in the running crc into it. */
+  private foldPendingCrc(): void {
+    if (this.crcBytes < this.outBytes) this.crc = crc32(this.out.subarray(this.crcBytes, this.outBytes), this.crc);
+    this.crcBytes = this.outBytes;
   }
 
   /** Writes the buffered data once enough has gathered. Call between source blocks. */
@@ -106,14 +124,15 @@ export class GroupChunkWriter {
     this.crc = m.crc;
     this.writtenBytes = m.physicalBytes;
     this.outBytes = 0;
+    this.crcBytes = 0;
   }
 
   /** Starts writing the buffered data (waiting for the previous write first), then swaps buffers. */
   private async startWrite(): Promise<void> {
     if (this.outBytes === 0) return;
     await this.inFlight;
+    this.foldPendingCrc();
     const view = this.out.subarray(0, this.outBytes);
-    this.crc = crc32(view, this.crc);
     const position = CHUNK_HEADER_SIZE_BYTES + this.writtenBytes;
     this.writtenBytes += this.outBytes;
     this.fileEnd = Math.max(this.fileEnd, position + view.length);
@@ -125,6 +144,7 @@ export class GroupChunkWriter {
     this.spare = this.out;
     this.out = next;
     this.outBytes = 0;
+    this.crcBytes = 0;
   }
 
   /**

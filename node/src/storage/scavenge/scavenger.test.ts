@@ -192,6 +192,27 @@ describe('merging while executing (threads=1)', () => {
   });
 });
 
+describe('checksums of rewritten chunks', () => {
+  it('are right for few long kept runs and for many short ones (the reopen verifies every chunk)', async () => {
+    for (const eventsPerWrite of [1, 10]) {
+      const dir = tempDir();
+      const db = await open(dir, { chunkSizeBytes: 64 * 1024 });
+      for (let i = 0; i < 400 / eventsPerWrite; i++) {
+        for (const stream of ['keep', 'gone']) {
+          const r = await db.append(stream, -2, Array.from({ length: eventsPerWrite }, () => jsonEvent({ i, pad: 'q'.repeat(100) })));
+          if (r.kind !== 'success') throw new Error(r.kind);
+        }
+      }
+      await db.deleteStream('gone', -2, true);
+      expect((await scavenge(db)).outcome.result).toBe('Success');
+      await db.close();
+      const reopened = await open(dir, { chunkSizeBytes: 64 * 1024 });
+      expect((await allFor(reopened, 'keep')).length).toBe(400);
+      expect(await allFor(reopened, 'gone')).toEqual([Number.MAX_SAFE_INTEGER]);
+    }
+  });
+});
+
 describe('scavenge lifecycle', () => {
   it('stops when asked and the next run resumes and finishes the job', async () => {
     const dir = tempDir();
