@@ -11,7 +11,9 @@ import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } fro
 import { FRAME_PAYLOAD_OFFSET_BYTES, corrupt, forEachFrame, frameChecksumOk } from './chunk-frames.js';
 import { StreamNameMemo, frameRecordType, prepareEventNumber, prepareFlags, prepareTimestampMs } from './record-fields.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
-import type { OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
+import type { MetastreamData, OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
+
+type StreamMetadataFields = ReturnType<typeof parseStreamMetadata>;
 
 /** Weight of one record that can be removed (spec: weight ~ 2 x removable records). */
 export const REMOVABLE_RECORD_WEIGHT = 2;
@@ -82,13 +84,21 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
   return accumulated;
 }
 
-/** Collects one chunk's effects in memory, then writes them in the chunk's transaction. */
+/**
+ * Collects one chunk's effects in memory, then works them out and writes them in the chunk's
+ * transaction. The chunk's tombstones and metadata records are kept in log order and applied in
+ * `apply`, after the state rows they touch were read in bulk: one statement per 128 rows instead
+ * of one per row (per-statement cost dominated accumulation's state work).
+ */
 class ChunkChanges {
+  private readonly ops: Array<{ metastream: string; eventNumber: number; logicalChunk: number; parsed: StreamMetadataFields } | { tombstoned: string }> = [];
   private readonly originals = new Map<string, OriginalStreamData>();
   private readonly metas = new Map<string, { discardPoint: number; lastRecordChunk: number | null; isTombstoned: boolean }>();
   private readonly weights = new Map<number, number>();
   /** Distinct stream names of the chunk, checked once each for hash collisions. */
   private readonly streams = new Set<string>();
+  private loadedOriginals = new Map<string, OriginalStreamData>();
+  private loadedMetas = new Map<string, MetastreamData>();
 
   constructor(private readonly state: ScavengeState, private readonly hasher: (s: string) => bigint) {}
 
@@ -96,27 +106,35 @@ class ChunkChanges {
     this.streams.add(stream);
   }
 
+  /** A metadata record (parsed now: `data` lives in a reused block). */
+  metadata(metastream: string, eventNumber: number, logicalChunk: number, data: Buffer): void {
+    this.ops.push({ metastream, eventNumber, logicalChunk, parsed: parseStreamMetadata(data) });
+  }
+
+  tombstone(stream: string): void {
+    this.ops.push({ tombstoned: stream });
+  }
+
   private original(stream: string): OriginalStreamData {
-    return this.originals.get(stream) ?? this.state.getOriginal(stream) ?? {
+    return this.originals.get(stream) ?? this.loadedOriginals.get(stream) ?? {
       stream, isTombstoned: false, maxAgeSeconds: null, maxCount: null, truncateBefore: null,
       discardPoint: 0, maybeDiscardPoint: 0, lastEventNumber: -1, status: 'Active',
     };
   }
 
   private meta(metastream: string): { discardPoint: number; lastRecordChunk: number | null; isTombstoned: boolean } {
-    return this.metas.get(metastream) ?? this.state.getMeta(metastream) ?? { discardPoint: 0, lastRecordChunk: null, isTombstoned: false };
+    return this.metas.get(metastream) ?? this.loadedMetas.get(metastream) ?? { discardPoint: 0, lastRecordChunk: null, isTombstoned: false };
   }
 
   private addWeight(chunk: number): void {
     this.weights.set(chunk, (this.weights.get(chunk) ?? 0) + REMOVABLE_RECORD_WEIGHT);
   }
 
-  metadata(metastream: string, eventNumber: number, logicalChunk: number, data: Buffer): void {
+  private applyMetadata(metastream: string, eventNumber: number, logicalChunk: number, parsed: StreamMetadataFields): void {
     const meta = this.meta(metastream);
     if (eventNumber < meta.discardPoint) { this.addWeight(logicalChunk); return; } // out of order: already replaced
     if (meta.lastRecordChunk !== null) this.addWeight(meta.lastRecordChunk);
     this.metas.set(metastream, { ...meta, discardPoint: eventNumber, lastRecordChunk: logicalChunk });
-    const parsed = parseStreamMetadata(data);
     const stream = originalStreamOf(metastream);
     const o = this.original(stream);
     this.originals.set(stream, {
@@ -125,7 +143,7 @@ class ChunkChanges {
     });
   }
 
-  tombstone(stream: string): void {
+  private applyTombstone(stream: string): void {
     const o = this.original(stream);
     this.originals.set(stream, { ...o, isTombstoned: true, status: 'Active' });
     const metastream = metastreamOf(stream);
@@ -135,9 +153,26 @@ class ChunkChanges {
   }
 
   apply(): void {
-    for (const stream of this.streams) this.state.checkHashUser(this.hasher(stream), stream);
-    for (const o of this.originals.values()) this.state.setOriginal(o);
-    for (const [metastream, m] of this.metas) this.state.setMeta({ metastream, ...m });
+    const originalNames = new Set<string>();
+    const metaNames = new Set<string>();
+    for (const op of this.ops) {
+      if ('tombstoned' in op) {
+        originalNames.add(op.tombstoned);
+        metaNames.add(metastreamOf(op.tombstoned));
+      } else {
+        metaNames.add(op.metastream);
+        originalNames.add(originalStreamOf(op.metastream));
+      }
+    }
+    this.loadedOriginals = originalNames.size > 0 ? this.state.getOriginals([...originalNames]) : new Map();
+    this.loadedMetas = metaNames.size > 0 ? this.state.getMetas([...metaNames]) : new Map();
+    for (const op of this.ops) {
+      if ('tombstoned' in op) this.applyTombstone(op.tombstoned);
+      else this.applyMetadata(op.metastream, op.eventNumber, op.logicalChunk, op.parsed);
+    }
+    this.state.checkHashUsers([...this.streams].map((stream) => ({ hash: this.hasher(stream), stream })));
+    this.state.setOriginals([...this.originals.values()]);
+    this.state.setMetas([...this.metas].map(([metastream, m]) => ({ metastream, ...m })));
     for (const [chunk, w] of this.weights) this.state.addChunkWeight(chunk, w);
   }
 }

@@ -17,6 +17,10 @@ export const HASH_USERS_CACHE_CAPACITY_DEFAULT = 100_000;
 export interface HashUsersTable {
   read(hash: bigint): string | undefined;
   insert(hash: bigint, stream: string): void;
+  /** The recorded users of those of `hashes` that have one. */
+  readMany(hashes: readonly bigint[]): Map<bigint, string>;
+  /** Inserts users of hashes that have none (each hash at most once). */
+  insertMany(users: ReadonlyArray<readonly [bigint, string]>): void;
 }
 
 export interface HashUsersCacheStats {
@@ -62,6 +66,45 @@ export class HashUsersCache {
     if (user === stream) return false;
     this.counters.collisions++;
     return true;
+  }
+
+  /**
+   * `check` for many users at once: the table is read once for all the hashes not cached and
+   * written once for all the new ones. Returns how many collided.
+   */
+  checkMany(users: ReadonlyArray<{ readonly hash: bigint; readonly stream: string }>): number {
+    const keys = users.map((u) => normaliseStreamHash(u.hash));
+    const read = new Set<bigint>();
+    for (const key of keys) if (!this.entries.has(key)) read.add(key);
+    const recorded = read.size > 0 ? this.table.readMany([...read]) : new Map<bigint, string>();
+    const inserts: Array<[bigint, string]> = [];
+    let collisions = 0;
+    for (const [i, u] of users.entries()) {
+      assert(u.stream.length > 0, 'stream name is not empty');
+      const key = keys[i]!;
+      let user = this.entries.get(key);
+      if (user !== undefined) {
+        this.counters.hits++;
+        this.entries.delete(key);
+      } else {
+        this.counters.misses++;
+        user = recorded.get(key);
+        // Cached in the first pass but evicted since: not read above.
+        if (user === undefined && !read.has(key)) user = this.table.read(key);
+        if (user === undefined) {
+          user = u.stream;
+          inserts.push([key, user]);
+        }
+        recorded.set(key, user);
+        if (this.entries.size >= this.capacity) this.checkEvict();
+      }
+      this.entries.set(key, user);
+      if (user !== u.stream) collisions++;
+    }
+    assert(this.entries.size <= this.capacity, 'hash users cache stays within its capacity');
+    if (inserts.length > 0) this.table.insertMany(inserts);
+    this.counters.collisions += collisions;
+    return collisions;
   }
 
   private checkEvict(): void {

@@ -23,6 +23,7 @@ import {
   encodeCheckpoint,
 } from './scavenge-state-values.js';
 import type {
+  HashUser,
   MetastreamData,
   OriginalStreamData,
   ScavengeCheckpoint,
@@ -93,6 +94,15 @@ class MemoryScavengeState implements ScavengeState {
     this.hashUsersCache = new HashUsersCache(hashUsersCacheCapacity, {
       read: (hash) => this.store.hashUsers.get(hash),
       insert: (hash, stream) => this.mapSet(this.store.hashUsers, hash, stream),
+      readMany: (hashes) => {
+        const found = new Map<bigint, string>();
+        for (const hash of hashes) {
+          const user = this.store.hashUsers.get(hash);
+          if (user !== undefined) found.set(hash, user);
+        }
+        return found;
+      },
+      insertMany: (users) => { for (const [hash, stream] of users) this.mapSet(this.store.hashUsers, hash, stream); },
     });
   }
 
@@ -155,6 +165,19 @@ class MemoryScavengeState implements ScavengeState {
     if (activeChanged) this.pushUndo(() => (this.store.activeSorted = null));
   }
 
+  getOriginals(streams: readonly string[]): Map<string, OriginalStreamData> {
+    const found = new Map<string, OriginalStreamData>();
+    for (const stream of streams) {
+      const data = this.getOriginal(stream);
+      if (data !== undefined) found.set(stream, data);
+    }
+    return found;
+  }
+
+  setOriginals(data: readonly OriginalStreamData[]): void {
+    for (const d of data) this.setOriginal(d);
+  }
+
   activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[] {
     this.assertOpen();
     assertLimit(limit);
@@ -212,6 +235,19 @@ class MemoryScavengeState implements ScavengeState {
     this.mapSet(this.store.metas, data.metastream, { ...data });
   }
 
+  getMetas(metastreams: readonly string[]): Map<string, MetastreamData> {
+    const found = new Map<string, MetastreamData>();
+    for (const metastream of metastreams) {
+      const data = this.getMeta(metastream);
+      if (data !== undefined) found.set(metastream, data);
+    }
+    return found;
+  }
+
+  setMetas(data: readonly MetastreamData[]): void {
+    for (const d of data) this.setMeta(d);
+  }
+
   *allMetas(): Iterable<MetastreamData> {
     this.assertOpen();
     const names = [...this.store.metas.keys()].sort(compareStreamNames);
@@ -258,6 +294,11 @@ class MemoryScavengeState implements ScavengeState {
   checkHashUser(hash: bigint, stream: string): boolean {
     this.assertOpen();
     return this.hashUsersCache.check(hash, stream);
+  }
+
+  checkHashUsers(users: readonly HashUser[]): number {
+    this.assertOpen();
+    return this.hashUsersCache.checkMany(users);
   }
 
   hashUsersCacheStats(): HashUsersCacheStats {

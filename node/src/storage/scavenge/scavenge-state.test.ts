@@ -310,6 +310,41 @@ describe.each(factories)('$name', (factory) => {
     });
   });
 
+  describe('bulk reads and writes (accumulation)', () => {
+    it('gets and sets many originals and metastreams at once, over several statements', () => {
+      const state = open();
+      const names = Array.from({ length: 300 }, (_, i) => `s-${i}`);
+      state.transaction(() => {
+        state.setOriginals(names.filter((_, i) => i % 3 !== 0).map((n, i) => original(n, { lastEventNumber: i })));
+        state.setMetas(names.filter((_, i) => i % 2 === 0).map((n) => meta(`$$${n}`, { discardPoint: 7 })));
+      });
+      const originals = state.getOriginals([...names, 'absent']);
+      expect(originals.size).toBe(200);
+      for (const n of names) expect(originals.get(n)).toEqual(state.getOriginal(n));
+      const metas = state.getMetas(names.map((n) => `$$${n}`));
+      expect(metas.size).toBe(150);
+      for (const n of names) expect(metas.get(`$$${n}`)).toEqual(state.getMeta(`$$${n}`));
+      // Upserts: the second write of a stream replaces the first.
+      state.setOriginals([original('s-1', { maxCount: null, isTombstoned: true, status: 'Archived' })]);
+      expect(state.getOriginals(['s-1']).get('s-1')).toEqual(original('s-1', { maxCount: null, isTombstoned: true, status: 'Archived' }));
+      expect(() => state.setOriginals([original('bad', { discardPoint: -5 })])).toThrow();
+    });
+
+    it('checks many hash users at once like one by one, through a small cache', () => {
+      const state = open({ hashUsersCacheCapacity: 50 });
+      const users = Array.from({ length: 300 }, (_, i) => ({ hash: BigInt(i) * 0x9e3779b97f4a7c15n % (1n << 64n), stream: `u-${i}` }));
+      expect(state.transaction(() => state.checkHashUsers(users))).toBe(0);
+      expect(state.transaction(() => state.checkHashUsers(users))).toBe(0); // found in the table
+      const clash = users.slice(0, 200).map((u) => ({ hash: u.hash, stream: `${u.stream}-other` }));
+      expect(state.checkHashUsers(clash)).toBe(200);
+      // The same hash twice in one call: the first name is recorded, the second collides.
+      expect(state.checkHashUsers([{ hash: 5n, stream: 'x' }, { hash: 5n, stream: 'y' }, { hash: -1n, stream: 'top' }])).toBe(1);
+      expect(state.checkHashUser(5n, 'x')).toBe(false);
+      expect(state.checkHashUser((1n << 64n) - 1n, 'top')).toBe(false);
+      for (const u of users) expect(state.checkHashUser(u.hash, u.stream)).toBe(false);
+    });
+  });
+
   describe('transaction', () => {
     it('writes nothing when the callback throws', () => {
       const state = open();

@@ -60,6 +60,12 @@ export interface MetastreamData {
   readonly lastRecordChunk: number | null;
 }
 
+/** A stream name and its 64-bit hash. */
+export interface HashUser {
+  readonly hash: bigint;
+  readonly stream: string;
+}
+
 /**
  * The scavenge database. Implementations: SQLite through WASM (node-sqlite3-wasm) on disk, and
  * an in-memory one for --mem-db and tests. All methods are synchronous (SQLite in WASM is).
@@ -76,6 +82,10 @@ export interface ScavengeState {
 
   getOriginal(stream: string): OriginalStreamData | undefined;
   setOriginal(data: OriginalStreamData): void;
+  /** getOriginal for many streams at once (few statements): the data of those that have any. */
+  getOriginals(streams: readonly string[]): Map<string, OriginalStreamData>;
+  /** setOriginal for many streams at once (few statements); a stream appears at most once. */
+  setOriginals(data: readonly OriginalStreamData[]): void;
   /** Original streams whose status is Active, in stream-name order, after `afterStream`. */
   activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[];
   /** Every original stream whose discard or maybe-discard point is above 0, or that is tombstoned. */
@@ -83,6 +93,10 @@ export interface ScavengeState {
 
   getMeta(metastream: string): MetastreamData | undefined;
   setMeta(data: MetastreamData): void;
+  /** getMeta for many metastreams at once: the data of those that have any. */
+  getMetas(metastreams: readonly string[]): Map<string, MetastreamData>;
+  /** setMeta for many metastreams at once; a metastream appears at most once. */
+  setMetas(data: readonly MetastreamData[]): void;
   allMetas(): Iterable<MetastreamData>;
 
   addChunkWeight(logicalChunkNumber: number, weight: number): void;
@@ -97,6 +111,8 @@ export interface ScavengeState {
    * Returns true when `stream` collides with a different name already recorded for `hash`.
    */
   checkHashUser(hash: bigint, stream: string): boolean;
+  /** checkHashUser for many (few statements); returns how many collided. */
+  checkHashUsers(users: readonly HashUser[]): number;
   hashUsersCacheStats(): { hits: number; misses: number; collisions: number };
 
   /** Runs `fn` in one transaction: all its writes land together or not at all. */

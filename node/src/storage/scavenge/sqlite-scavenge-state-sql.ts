@@ -85,3 +85,29 @@ export const SCAVENGE_STATE_STATEMENTS_SQL = {
 } as const;
 
 export type StatementName = keyof typeof SCAVENGE_STATE_STATEMENTS_SQL;
+
+/** Rows per bulk statement: each statement costs far more than each value it binds. */
+export const BULK_ROWS_MAX = 128;
+
+const ORIGINAL_UPSERT = `ON CONFLICT (key) DO UPDATE SET isTombstoned = excluded.isTombstoned, maxAge = excluded.maxAge,
+    maxCount = excluded.maxCount, truncateBefore = excluded.truncateBefore,
+    discardPoint = excluded.discardPoint, maybeDiscardPoint = excluded.maybeDiscardPoint,
+    lastEventNumber = excluded.lastEventNumber, status = excluded.status`;
+const META_UPSERT = `ON CONFLICT (key) DO UPDATE SET isTombstoned = excluded.isTombstoned,
+    discardPoint = excluded.discardPoint, lastRecordChunk = excluded.lastRecordChunk`;
+
+export type BulkStatementKind = 'hashUsersGet' | 'hashUsersInsert' | 'originalsGet' | 'originalsSet' | 'metasGet' | 'metasSet';
+
+/** SQL of a bulk statement for `rows` keys or rows (1..BULK_ROWS_MAX). */
+export function bulkStatementSql(kind: BulkStatementKind, rows: number): string {
+  const list = (columns: number): string => Array.from({ length: rows }, () => `(${Array.from({ length: columns }, () => '?').join(', ')})`).join(', ');
+  const keys = Array.from({ length: rows }, () => '?').join(', ');
+  switch (kind) {
+    case 'hashUsersGet': return `SELECT CAST(key AS TEXT) AS hash, value FROM HashUsers WHERE key IN (${keys})`;
+    case 'hashUsersInsert': return `INSERT INTO HashUsers (key, value) VALUES ${list(2)}`;
+    case 'originalsGet': return `SELECT ${ORIGINAL_COLUMNS} FROM OriginalStreamDatas WHERE key IN (${keys})`;
+    case 'originalsSet': return `INSERT INTO OriginalStreamDatas (${ORIGINAL_COLUMNS}) VALUES ${list(9)} ${ORIGINAL_UPSERT}`;
+    case 'metasGet': return `SELECT ${META_COLUMNS} FROM MetastreamDatas WHERE key IN (${keys})`;
+    case 'metasSet': return `INSERT INTO MetastreamDatas (${META_COLUMNS}) VALUES ${list(4)} ${META_UPSERT}`;
+  }
+}

@@ -61,14 +61,15 @@ import {
   originalProblem,
 } from './scavenge-state-values.js';
 import type {
+  HashUser,
   MetastreamData,
   OriginalStreamData,
   OriginalStreamStatus,
   ScavengeCheckpoint,
   ScavengeState,
 } from './scavenge-types.js';
-import { SCAVENGE_STATE_STATEMENTS_SQL } from './sqlite-scavenge-state-sql.js';
-import type { StatementName } from './sqlite-scavenge-state-sql.js';
+import { BULK_ROWS_MAX, SCAVENGE_STATE_STATEMENTS_SQL, bulkStatementSql } from './sqlite-scavenge-state-sql.js';
+import type { BulkStatementKind, StatementName } from './sqlite-scavenge-state-sql.js';
 import {
   claimScavengeStateLock,
   recordScavengeStateLockOwner,
@@ -187,6 +188,16 @@ class SqliteScavengeState implements ScavengeState {
       insert: (hash, stream) => {
         this.run('hashUserInsert', [BigInt.asIntN(64, hash), stream]);
       },
+      readMany: (hashes) => {
+        const found = new Map<bigint, string>();
+        for (const row of this.bulkRead('hashUsersGet', hashes.map((h) => BigInt.asIntN(64, h)))) {
+          found.set(BigInt.asUintN(64, BigInt(String(row['hash']))), String(row['value']));
+        }
+        return found;
+      },
+      insertMany: (users) => {
+        this.bulkWrite('hashUsersInsert', users.map(([hash, stream]) => [BigInt.asIntN(64, hash), stream]));
+      },
     });
   }
 
@@ -259,6 +270,22 @@ class SqliteScavengeState implements ScavengeState {
     ]);
   }
 
+  getOriginals(streams: readonly string[]): Map<string, OriginalStreamData> {
+    const found = new Map<string, OriginalStreamData>();
+    for (const row of this.bulkRead('originalsGet', streams)) {
+      const data = this.decodeOriginal(row);
+      found.set(data.stream, data);
+    }
+    return found;
+  }
+
+  setOriginals(data: readonly OriginalStreamData[]): void {
+    this.bulkWrite('originalsSet', data.map((d) => {
+      assertOriginal(d);
+      return [d.stream, d.isTombstoned ? 1 : 0, d.maxAgeSeconds, d.maxCount, d.truncateBefore, d.discardPoint, d.maybeDiscardPoint, d.lastEventNumber, STATUS_CODES[d.status]];
+    }));
+  }
+
   activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[] {
     assertLimit(limit);
     const rows =
@@ -281,6 +308,22 @@ class SqliteScavengeState implements ScavengeState {
     assertMeta(data);
     const tombstoned = data.isTombstoned ? 1 : 0;
     this.run('metaSet', [data.metastream, tombstoned, data.discardPoint, data.lastRecordChunk]);
+  }
+
+  getMetas(metastreams: readonly string[]): Map<string, MetastreamData> {
+    const found = new Map<string, MetastreamData>();
+    for (const row of this.bulkRead('metasGet', metastreams)) {
+      const data = this.decodeMeta(row);
+      found.set(data.metastream, data);
+    }
+    return found;
+  }
+
+  setMetas(data: readonly MetastreamData[]): void {
+    this.bulkWrite('metasSet', data.map((d) => {
+      assertMeta(d);
+      return [d.metastream, d.isTombstoned ? 1 : 0, d.discardPoint, d.lastRecordChunk];
+    }));
   }
 
   allMetas(): Iterable<MetastreamData> {
@@ -336,6 +379,10 @@ class SqliteScavengeState implements ScavengeState {
 
   checkHashUser(hash: bigint, stream: string): boolean {
     return this.hashUsersCache.check(hash, stream);
+  }
+
+  checkHashUsers(users: readonly HashUser[]): number {
+    return this.hashUsersCache.checkMany(users);
   }
 
   hashUsersCacheStats(): HashUsersCacheStats {
@@ -394,7 +441,7 @@ class SqliteScavengeState implements ScavengeState {
   close(): void {
     if (!this.db.isOpen) return;
     assert(this.transactionDepth === 0, 'scavenge state is not closed inside a transaction');
-    for (const statement of Object.values(this.statements)) {
+    for (const statement of [...Object.values(this.statements), ...this.bulkStatements.values()]) {
       try {
         statement.finalize();
       } catch {
@@ -404,6 +451,49 @@ class SqliteScavengeState implements ScavengeState {
     releaseScavengeStateLockOwner(this.path);
     // Closing checkpoints the WAL into the database and deletes it.
     this.db.close();
+  }
+
+  /** Bulk statements, prepared on first use, by kind and row count. */
+  private readonly bulkStatements = new Map<string, Statement>();
+
+  private bulkStatement(kind: BulkStatementKind, rows: number): Statement {
+    const name = `${kind}/${rows}`;
+    let statement = this.bulkStatements.get(name);
+    if (statement === undefined) {
+      try {
+        statement = this.db.prepare(bulkStatementSql(kind, rows));
+      } catch (err: unknown) {
+        throw this.wrapError(err);
+      }
+      this.bulkStatements.set(name, statement);
+    }
+    return statement;
+  }
+
+  /** The rows whose key is among `keys`, BULK_ROWS_MAX keys per statement. */
+  private bulkRead(kind: 'hashUsersGet' | 'originalsGet' | 'metasGet', keys: ReadonlyArray<string | bigint>): Row[] {
+    const rows: Row[] = [];
+    for (let at = 0; at < keys.length; at += BULK_ROWS_MAX) {
+      const batch = keys.slice(at, at + BULK_ROWS_MAX);
+      try {
+        for (const row of this.bulkStatement(kind, batch.length).all(batch as BindValues)) rows.push(row);
+      } catch (err: unknown) {
+        throw this.wrapError(err);
+      }
+    }
+    return rows;
+  }
+
+  /** Inserts or upserts `rows`, BULK_ROWS_MAX per statement. */
+  private bulkWrite(kind: 'hashUsersInsert' | 'originalsSet' | 'metasSet', rows: ReadonlyArray<ReadonlyArray<string | number | bigint | null>>): void {
+    for (let at = 0; at < rows.length; at += BULK_ROWS_MAX) {
+      const batch = rows.slice(at, at + BULK_ROWS_MAX);
+      try {
+        this.bulkStatement(kind, batch.length).run(batch.flat() as BindValues);
+      } catch (err: unknown) {
+        throw this.wrapError(err);
+      }
+    }
   }
 
   /** Runs a prepared statement; returns the number of rows it changed. */
