@@ -26,6 +26,8 @@ import { crc32Combine } from './crc32-combine.js';
 const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
 const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
+/** Writes under way at once (each with its own buffer; one more buffer is being filled). */
+const WRITES_IN_FLIGHT_MAX = 2;
 
 interface Mark { physicalBytes: number; mappedBytes: number; mapCount: number; crc: number }
 
@@ -36,13 +38,15 @@ export class GroupChunkWriter {
   private mappedBytes = 0;
   private crc = 0;
   private out = takeScratch(OUT_BUFFER_BYTES);
-  private spare = takeScratch(OUT_BUFFER_BYTES);
+  /** Output buffers not in use. */
+  private readonly free: Buffer[] = [];
+  /** Writes started and not yet awaited, oldest first, with their buffers. */
+  private readonly writing: Array<{ done: Promise<void>; buf: Buffer }> = [];
   private outBytes = 0;
   /** Bytes at the start of `out` already taken into `crc`. */
   private crcBytes = 0;
   /** Data bytes whose write has been started (the buffer holds the bytes after them). */
   private writtenBytes = 0;
-  private inFlight: Promise<void> | undefined;
   private map = Buffer.allocUnsafe(64 * 1024);
   private mapCount = 0;
   private marked: Mark | undefined;
@@ -116,8 +120,7 @@ export class GroupChunkWriter {
   async rollback(): Promise<void> {
     const m = this.marked;
     assert(m !== undefined, 'rollback after mark');
-    await this.inFlight?.catch(() => {});
-    this.inFlight = undefined;
+    await this.awaitWrites(0).catch(() => {});
     this.physicalBytes = m.physicalBytes;
     this.mappedBytes = m.mappedBytes;
     this.mapCount = m.mapCount;
@@ -127,24 +130,36 @@ export class GroupChunkWriter {
     this.crcBytes = 0;
   }
 
-  /** Starts writing the buffered data (waiting for the previous write first), then swaps buffers. */
+  /**
+   * Starts writing the buffered data (first waiting for the oldest write when
+   * WRITES_IN_FLIGHT_MAX are under way) and goes on in a free buffer.
+   */
   private async startWrite(): Promise<void> {
     if (this.outBytes === 0) return;
-    await this.inFlight;
+    await this.awaitWrites(WRITES_IN_FLIGHT_MAX - 1);
     this.foldPendingCrc();
     const view = this.out.subarray(0, this.outBytes);
     const position = CHUNK_HEADER_SIZE_BYTES + this.writtenBytes;
     this.writtenBytes += this.outBytes;
     this.fileEnd = Math.max(this.fileEnd, position + view.length);
-    const write = this.file.write(view, position);
-    write.catch(() => {}); // awaited by the next startWrite or finish; never an unhandled rejection
-    this.inFlight = write;
-    // The other buffer is free: its write was awaited above.
-    const next = this.spare.length >= OUT_BUFFER_BYTES ? this.spare : takeScratch(OUT_BUFFER_BYTES);
-    this.spare = this.out;
-    this.out = next;
+    const done = this.file.write(view, position);
+    done.catch(() => {}); // awaited by awaitWrites (next writes, finish, settle); never an unhandled rejection
+    this.writing.push({ done, buf: this.out });
+    this.out = this.free.pop() ?? takeScratch(OUT_BUFFER_BYTES);
     this.outBytes = 0;
     this.crcBytes = 0;
+  }
+
+  /** Waits for the oldest writes until at most `left` are under way; their buffers become free. */
+  private async awaitWrites(left: number): Promise<void> {
+    while (this.writing.length > left) {
+      const oldest = this.writing.shift()!;
+      try {
+        await oldest.done;
+      } finally {
+        if (oldest.buf.length === OUT_BUFFER_BYTES) this.free.push(oldest.buf);
+      }
+    }
   }
 
   /**
@@ -154,7 +169,7 @@ export class GroupChunkWriter {
   async finish(chunkEndNumber: number, logicalDataSizeBytes: number): Promise<void> {
     assert(this.mappedBytes === this.physicalBytes, `scavenged chunk map covers ${this.mappedBytes} of ${this.physicalBytes} data bytes`);
     await this.startWrite();
-    await this.inFlight;
+    await this.awaitWrites(0);
     const map = this.map.subarray(0, this.mapCount * POSMAP_ENTRY_BYTES);
     this.crc = crc32(map, this.crc);
     const mapOffset = CHUNK_HEADER_SIZE_BYTES + this.physicalBytes;
@@ -179,8 +194,9 @@ export class GroupChunkWriter {
    * failure or a stop, before the temp file is closed; the writer is unusable afterwards.
    */
   async settle(): Promise<void> {
-    await this.inFlight?.catch(() => {});
-    for (const buf of [this.out, this.spare]) if (buf.length === OUT_BUFFER_BYTES) giveBackScratch(buf);
-    this.out = this.spare = Buffer.alloc(0);
+    while (this.writing.length > 0) await this.awaitWrites(0).catch(() => {});
+    for (const buf of [this.out, ...this.free]) if (buf.length === OUT_BUFFER_BYTES) giveBackScratch(buf);
+    this.free.length = 0;
+    this.out = Buffer.alloc(0);
   }
 }
