@@ -15,7 +15,6 @@
 import { crc32 } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import { encodeChunkFooter, encodeChunkHeader } from '../format/chunk-header.js';
-import { writeInt64 } from '../format/binary.js';
 import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError, assert } from '../../errors.js';
@@ -70,9 +69,17 @@ export class GroupChunkWriter {
       this.map.copy(bigger, 0, 0, this.mapCount * POSMAP_ENTRY_BYTES);
       this.map = bigger;
     }
+    // u32 physical | i64 logical, little-endian, stored byte by byte (Buffer's write helpers
+    // validate every call; this runs once per kept record). Both values are >= 0 here.
+    const m = this.map;
     const at = this.mapCount * POSMAP_ENTRY_BYTES;
-    this.map.writeUInt32LE(this.mappedBytes, at);
-    writeInt64(this.map, logPosition - this.chunkStartNumber * this.chunkSizeBytes, at + 4);
+    const physical = this.mappedBytes;
+    const logical = logPosition - this.chunkStartNumber * this.chunkSizeBytes;
+    const low = logical % 0x100000000;
+    const high = (logical - low) / 0x100000000;
+    m[at] = physical; m[at + 1] = physical >>> 8; m[at + 2] = physical >>> 16; m[at + 3] = physical >>> 24;
+    m[at + 4] = low; m[at + 5] = low >>> 8; m[at + 6] = low >>> 16; m[at + 7] = low >>> 24;
+    m[at + 8] = high; m[at + 9] = high >>> 8; m[at + 10] = high >>> 16; m[at + 11] = high >>> 24;
     this.mapCount++;
     this.mappedBytes += frameSizeBytes;
   }
