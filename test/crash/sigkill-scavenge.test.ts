@@ -34,29 +34,47 @@ async function buildTemplate(dir: string): Promise<void> {
   await db.close();
 }
 
-interface KillReport { target: string; observed: string }
+interface KillReport { target: string; observed: string; mergesBeforeKill: number }
 
 function runAndKill(dir: string, target: string): Promise<KillReport> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DRIVER, '--dir', dir, '--chunk-size', String(OPTS.chunkSizeBytes), '--max-mem-table-size', String(OPTS.maxMemTableSize), '--throttle', '25'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // With threads = 1 the execution stage merges the chunks it rewrites, so the merge stage has
+    // little left; kills aimed at it run with worker threads (throttle must then be 100), where
+    // the merge stage does all the merging.
+    const pace = target === 'MergingChunks' ? ['--threads', '2', '--throttle', '100'] : ['--throttle', '25'];
+    const child = spawn(process.execPath, [DRIVER, '--dir', dir, '--chunk-size', String(OPTS.chunkSizeBytes), '--max-mem-table-size', String(OPTS.maxMemTableSize), ...pace], { stdio: ['ignore', 'pipe', 'pipe'] });
     let observed = 'none';
+    let merges = 0; // swapped in by the merge stage
+    let killAfterMerges = 0;
     let killTimer: NodeJS.Timeout | undefined;
+    const arm = (delayMaxMs: number): void => {
+      killTimer ??= setTimeout(() => child.kill('SIGKILL'), Math.floor(Math.random() * delayMaxMs));
+    };
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       let msg: { msg?: string; stage?: string };
       try { msg = JSON.parse(line) as typeof msg; } catch { return; }
+      if (msg.msg === 'chunks merged' && observed === 'MergingChunks') {
+        merges += 1;
+        if (target === 'MergingChunks' && merges >= killAfterMerges) arm(2);
+      }
       if (msg.msg !== 'scavenge stage' || !msg.stage) return;
       observed = msg.stage;
-      if (msg.stage === target && !killTimer) {
-        const short = target === 'ExecutingIndex' || target === 'Cleaning' || target === 'MergingChunks';
-        killTimer = setTimeout(() => child.kill('SIGKILL'), Math.floor(Math.random() * (short ? 3 : 150)));
+      if (msg.stage !== target) return;
+      if (target === 'MergingChunks') {
+        // The stage takes milliseconds: the kill lands before the first merge, or just after
+        // the first, second or third one is swapped in (while the next is being written).
+        killAfterMerges = Math.floor(Math.random() * 4);
+        if (killAfterMerges === 0) arm(2);
+      } else {
+        arm(target === 'ExecutingIndex' || target === 'Cleaning' ? 3 : 150);
       }
     });
     child.on('exit', (code, signal) => {
       if (killTimer) clearTimeout(killTimer);
-      if (signal === 'SIGKILL') resolve({ target, observed });
-      else if (code === 0) resolve({ target, observed: 'finished' });
+      if (signal === 'SIGKILL') resolve({ target, observed, mergesBeforeKill: merges });
+      else if (code === 0) resolve({ target, observed: 'finished', mergesBeforeKill: merges });
       else reject(new Error(`scavenge driver exited ${code}: ${stderr}`));
     });
   });
@@ -93,12 +111,14 @@ describe('scavenge crash safety under SIGKILL', () => {
     const template = tempDir('edb-scav-template-');
     await buildTemplate(template);
     const killsByPhase = new Map<string, number>(PHASES.map((p) => [p, 0]));
+    let killsBetweenMerges = 0;
     for (const target of PHASES) {
       for (let attempt = 0; attempt < 30 && killsByPhase.get(target)! < KILLS_PER_PHASE; attempt++) {
         const dir = tempDir('edb-scav-crash-');
         fs.cpSync(template, dir, { recursive: true });
         const report = await runAndKill(dir, target);
         if (report.observed !== 'finished') killsByPhase.set(report.observed, (killsByPhase.get(report.observed) ?? 0) + 1);
+        if (report.observed === 'MergingChunks' && report.mergesBeforeKill > 0) killsBetweenMerges += 1;
         const label = `kill aimed at ${target}, last stage seen ${report.observed}`;
         const db = await openTestEngine(engineOptions(dir, OPTS));
         try {
@@ -114,5 +134,7 @@ describe('scavenge crash safety under SIGKILL', () => {
       }
     }
     for (const phase of PHASES) expect(killsByPhase.get(phase), `kills observed in ${phase}`).toBeGreaterThanOrEqual(KILLS_PER_PHASE);
+    // Some merge-stage kills landed after a merge was swapped in, with more to come.
+    expect(killsBetweenMerges, 'kills in the merge stage after at least one merge').toBeGreaterThan(0);
   });
 });
