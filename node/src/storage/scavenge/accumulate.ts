@@ -64,9 +64,13 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
         const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
         if (record.type === RecordType.Prepare) changes.metadata(stream, eventNumber, logicalChunk, record.data);
       } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || eventNumber === TOMBSTONE_EVENT_NUMBER) {
+        // A tombstone discards a whole stream: checked on its own like a metadata record.
+        if (!frameChecksumOk(block, frame, size)) throw corrupt(chunk, logPosition - chunk.startPosition, 'checksum mismatch');
         changes.tombstone(stream);
       }
-    }, () => pacer.yieldNow());
+      // Other records only feed weights and time ranges (estimates: execution decides on each
+      // record again, from bytes its own walk verifies), so the chunk's checksum is not taken here.
+    }, () => pacer.yieldNow(), undefined, false);
     foldTimes();
     state.transaction(() => {
       changes.apply();

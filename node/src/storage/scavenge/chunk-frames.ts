@@ -35,13 +35,18 @@ export const FRAME_PAYLOAD_OFFSET_BYTES = 8;
 
 /**
  * The block handed to `visit` and `blockDone` is reused for the next block: a visitor must copy
- * what it keeps (ScavengedChunkWriter does).
+ * what it keeps (ScavengedChunkWriter does). The framing (lengths, position map) is always
+ * checked; the chunk's data checksum too unless `verifyChecksum` is false, for a reader that
+ * verifies every frame it acts on by itself (accumulation: a chunk is verified in full when it
+ * is opened and again by the execution walk before any copy of it is swapped in).
  */
-export async function forEachFrame(chunk: Chunk, visit: FrameVisitor, between: () => Promise<void>, blockDone?: BlockVisitor): Promise<void> {
+export async function forEachFrame(
+  chunk: Chunk, visit: FrameVisitor, between: () => Promise<void>, blockDone?: BlockVisitor, verifyChecksum = true,
+): Promise<void> {
   const scratch = takeScratch(BLOCK_BYTES);
   let walked: { dataCrc32: number; frames: number };
   try {
-    walked = await walkFrames(chunk, scratch, visit, between, blockDone);
+    walked = await walkFrames(chunk, scratch, visit, between, blockDone, verifyChecksum);
   } finally {
     giveBackScratch(scratch);
   }
@@ -49,13 +54,13 @@ export async function forEachFrame(chunk: Chunk, visit: FrameVisitor, between: (
   if (chunk.header.isScavenged && walked.frames !== mapEntries) {
     throw corrupt(chunk, chunk.physicalDataSizeBytes, `position map has ${mapEntries} entries for ${walked.frames} frames`);
   }
-  if (!chunk.checksumMatchesData(walked.dataCrc32)) {
+  if (verifyChecksum && !chunk.checksumMatchesData(walked.dataCrc32)) {
     throw new FatalError('EDB_CHUNK_CORRUPT', `chunk file ${chunk.file.path} is corrupt: data checksum does not match the footer`);
   }
 }
 
 async function walkFrames(
-  chunk: Chunk, scratch: Buffer, visit: FrameVisitor, between: () => Promise<void>, blockDone: BlockVisitor | undefined,
+  chunk: Chunk, scratch: Buffer, visit: FrameVisitor, between: () => Promise<void>, blockDone: BlockVisitor | undefined, verifyChecksum: boolean,
 ): Promise<{ dataCrc32: number; frames: number }> {
   const limit = chunk.physicalDataSizeBytes;
   const mapEntries = chunk.positionMapEntryCount;
@@ -93,7 +98,8 @@ async function walkFrames(
       continue;
     }
     const blockCrc = blockDone?.(block, offset);
-    crc = typeof blockCrc === 'number' ? crc32Combine(crc, blockCrc, offset) : crc32(block.subarray(0, offset), crc);
+    if (typeof blockCrc === 'number') crc = crc32Combine(crc, blockCrc, offset);
+    else if (verifyChecksum) crc = crc32(block.subarray(0, offset), crc);
     physical += offset;
     await between();
   }

@@ -363,3 +363,65 @@ describe('scavenge lifecycle', () => {
     expect((await allFor(db, 'live')).length).toBe(appended);
   });
 });
+
+describe('scavenge and corruption', () => {
+  const sealedChunkFiles = (dir: string): string[] => chunkFiles(dir).filter((f) => /^chunk-\d{6}\.\d{6}$/.test(f));
+
+  /** Flips the byte after the first (or last) `needle` in the chunk files, under the open engine. */
+  function flipByteOf(dir: string, needle: string, fromEnd = false): string {
+    const names = chunkFiles(dir);
+    for (const name of fromEnd ? names.reverse() : names) {
+      const file = path.join(dir, 'db', name);
+      const bytes = fs.readFileSync(file);
+      const at = fromEnd ? bytes.lastIndexOf(needle) : bytes.indexOf(needle);
+      if (at < 0) continue;
+      const fd = fs.openSync(file, 'r+');
+      try {
+        fs.writeSync(fd, Buffer.from([bytes[at + needle.length]! ^ 0x55]), 0, 1, at + needle.length);
+      } finally {
+        fs.closeSync(fd);
+      }
+      return name;
+    }
+    throw new Error(`${needle} not found`);
+  }
+
+  it('a flipped byte in a chunk it rewrites fails the scavenge loudly and swaps nothing in', async () => {
+    const dir = tempDir();
+    const fatal: Error[] = [];
+    const db = await open(dir, {}, { onFatal: (err: Error) => { fatal.push(err); } });
+    await fill(db, 'gone', 60);
+    await fill(db, 'kept', 60);
+    await db.deleteStream('gone', -2, false);
+    const before = sealedChunkFiles(dir);
+    const damaged = flipByteOf(dir, '"pad":"pppp'); // inside an event's data, after the opening
+    const { outcome } = await scavenge(db);
+    expect(outcome.result).toBe('Errored');
+    expect(outcome.error).toMatch(/corrupt/);
+    expect(fatal.map((e) => e.message).join()).toMatch(new RegExp(damaged.replace('.', '\\.')));
+    // The scavenge point started one more chunk; nothing was replaced by a scavenged version.
+    const after = sealedChunkFiles(dir);
+    expect(after.filter((f) => before.includes(f))).toEqual(before);
+    expect(after.filter((f) => !f.endsWith('.000000'))).toEqual([]);
+  });
+
+  it('a flipped byte in a tombstone stops accumulation before anything is decided from it', async () => {
+    const dir = tempDir();
+    const fatal: Error[] = [];
+    // Without merging each chunk is swapped on its own: a tombstone taken from corrupt bytes
+    // would have its stream's earlier chunks rewritten before the walk reached the damage.
+    const db = await open(dir, { disableScavengeMerging: true }, { onFatal: (err: Error) => { fatal.push(err); } });
+    await fill(db, 'victim', 100);
+    await db.deleteStream('victim', -2, true);
+    await fill(db, 'after', 60);
+    const before = sealedChunkFiles(dir);
+    flipByteOf(dir, 'victim', true); // the last record naming it: the tombstone's stream name
+    const { outcome } = await scavenge(db);
+    expect(outcome.result).toBe('Errored');
+    expect(fatal.length).toBe(1);
+    // The scavenge point started one more chunk; nothing was replaced by a scavenged version.
+    const after = sealedChunkFiles(dir);
+    expect(after.filter((f) => before.includes(f))).toEqual(before);
+    expect(after.filter((f) => !f.endsWith('.000000'))).toEqual([]);
+  });
+});
