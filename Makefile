@@ -30,7 +30,7 @@ test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
 
 run: build ## run a single node on embedded defaults (data under ./data, 127.0.0.1:2113)
-	node dist/node/src/main.js --db ./data/db --index ./data/index $(NODE_ARGS)
+	node/bin/eventdb --db ./data/db --index ./data/index $(NODE_ARGS)
 
 bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)
 	node dist/test/bench/run-bench.js

@@ -22,10 +22,10 @@ import { eventsPerSecond } from './bench-types.js';
 import type { WorkloadSpec } from './load-worker.js';
 import { ensurePostgresInstalled, startPostgres } from './pg-server.js';
 import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
+import { spawnLauncher } from '../support/node-process.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
-const MAIN_PATH = fileURLToPath(new URL('../../node/src/main.js', import.meta.url));
 const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 
 interface WorkloadPlan {
@@ -290,7 +290,6 @@ function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
 function startNode(dir: string, port: number): ChildProcess {
   const log = openSync(join(dir, 'node.log'), 'a');
   const args = [
-    MAIN_PATH,
     '--db',
     join(dir, 'db'),
     '--index',
@@ -302,7 +301,7 @@ function startNode(dir: string, port: number): ChildProcess {
     '--log-level',
     'warn',
   ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', log, log] });
+  const child = spawnLauncher(args, { stdio: ['ignore', log, log] });
   closeSync(log);
   return child;
 }

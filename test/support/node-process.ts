@@ -1,8 +1,10 @@
 /**
- * Spawns a real node process (dist/node/src/main.js) for integration tests, waits for its
- * `ready` log line, and stops it with a signal. `make build` must have run first.
+ * Spawns a real node process for integration tests and benches, the way the product starts it
+ * (node/bin/eventdb, which sets the malloc environment and execs dist/node/src/main.js under
+ * this Node), waits for its `ready` log line, and stops it with a signal. `make build` must have
+ * run first.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,16 @@ import { join, resolve, sep } from 'node:path';
 export const MAIN_JS = import.meta.dirname.includes(`${sep}dist${sep}`)
   ? resolve(import.meta.dirname, '../../node/src/main.js')
   : resolve(import.meta.dirname, '../../dist/node/src/main.js');
+
+/** The launcher (a shell script that execs Node: the child's pid is the node's). */
+export const LAUNCHER = import.meta.dirname.includes(`${sep}dist${sep}`)
+  ? resolve(import.meta.dirname, '../../../node/bin/eventdb')
+  : resolve(import.meta.dirname, '../../node/bin/eventdb');
+
+/** Spawns the launcher with `args`, under this process's Node. */
+export function spawnLauncher(args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  return spawn('/bin/sh', [LAUNCHER, ...args], { ...options, env: { ...(options.env ?? process.env), NODE: process.execPath } });
+}
 
 export interface NodeProcess {
   readonly baseUrl: string;
@@ -47,13 +59,13 @@ export function runNode(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+  const child = spawnLauncher(args, {
     env: { ...process.env, ...env },
     stdio: 'pipe',
   });
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return new Promise((resolveRun) => child.on('exit', (code) => resolveRun({ code, output })));
 }
 
@@ -69,7 +81,7 @@ export async function startNode(
     String(port),
     ...(options.args ?? []),
   ];
-  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+  const child = spawnLauncher(args, {
     env: { ...process.env, ...options.env },
     stdio: 'pipe',
   });
