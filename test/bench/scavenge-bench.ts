@@ -174,26 +174,37 @@ export async function run(): Promise<BenchSection> {
       fs.fsyncSync(fd);
       fs.closeSync(fd);
     }
-    const copyMs = copyChunks(path.join(template, 'db'), path.join(root, 'copy-baseline'), false);
+    // Each copy twice, alternating, best of two: on this VM the first copy into fresh page-cache
+    // pages paid for touching them (the copy measured second, into the pages the first one
+    // freed, came out up to 2.5x faster whichever kind it was).
+    let copyMs = Infinity;
+    let durableMs = Infinity;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      copyMs = Math.min(copyMs, copyChunks(path.join(template, 'db'), path.join(root, 'copy-baseline'), false));
+      fs.rmSync(path.join(root, 'copy-baseline'), { recursive: true, force: true });
+      durableMs = Math.min(durableMs, copyChunks(path.join(template, 'db'), path.join(root, 'copy-durable'), true));
+      fs.rmSync(path.join(root, 'copy-durable'), { recursive: true, force: true });
+    }
     const copyMBps = bytes / 1e6 / (copyMs / 1000);
-    metrics.push({ name: 'copy the same chunk files (cp baseline)', value: round(copyMBps, 1), unit: 'MB/s' });
-    fs.rmSync(path.join(root, 'copy-baseline'), { recursive: true, force: true });
-    const durableMs = copyChunks(path.join(template, 'db'), path.join(root, 'copy-durable'), true);
+    metrics.push({ name: 'copy the same chunk files (cp baseline, best of 2)', value: round(copyMBps, 1), unit: 'MB/s' });
     const durableMBps = bytes / 1e6 / (durableMs / 1000);
-    metrics.push({ name: 'copy the same chunk files and fsync them', value: round(durableMBps, 1), unit: 'MB/s' });
-    fs.rmSync(path.join(root, 'copy-durable'), { recursive: true, force: true });
+    metrics.push({ name: 'copy the same chunk files and fsync them (best of 2)', value: round(durableMBps, 1), unit: 'MB/s' });
     // Speed and memory on their own; then the append latency a writer sees during a scavenge.
+    // Like the copies, the plain run is measured twice and the faster one is compared.
     const first = path.join(root, 'run-1');
-    freshCopy(template, first);
-    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1', false);
-    fs.rmSync(first, { recursive: true, force: true });
+    for (const label of ['threads=1', 'threads=1, second run']) {
+      freshCopy(template, first);
+      await scavengeOnNode(first, 'threads=1', metrics, label, false);
+      fs.rmSync(first, { recursive: true, force: true });
+    }
     freshCopy(template, first);
     await scavengeOnNode(first, 'threads=1', metrics, 'threads=1 with appends', true);
-    const s1 = metrics.find((m) => m.name === 'scavenge threads=1: chunk data processed');
+    const runs = metrics.filter((m) => /^scavenge threads=1(, second run)?: chunk data processed$/.test(m.name)).map((m) => m.value);
     if (process.env['BENCH_SCAVENGE_VARIANTS'] !== '1') notes.push('BENCH_SCAVENGE_VARIANTS=1 adds threads=2 and throttlePercent=50 runs');
-    if (s1) {
-      metrics.push({ name: 'scavenge threads=1 speed / copy speed', value: round((100 * s1.value) / copyMBps, 1), unit: '%', target: 50 });
-      metrics.push({ name: 'scavenge threads=1 speed / copy+fsync speed', value: round((100 * s1.value) / durableMBps, 1), unit: '%', target: 50 });
+    if (runs.length > 0) {
+      const best = Math.max(...runs);
+      metrics.push({ name: 'scavenge threads=1 speed (best of 2) / copy speed', value: round((100 * best) / copyMBps, 1), unit: '%', target: 50 });
+      metrics.push({ name: 'scavenge threads=1 speed (best of 2) / copy+fsync speed', value: round((100 * best) / durableMBps, 1), unit: '%', target: 50 });
     }
     fs.rmSync(first, { recursive: true, force: true });
     if (process.env['BENCH_SCAVENGE_VARIANTS'] === '1') {
