@@ -67,9 +67,11 @@ export interface StreamIndex {
   /**
    * Removes the entries `keep` rejects (the index stage of a scavenge): flushes the memtable,
    * then rewrites all tables into one, filtering as it streams. Entries added while it runs are
-   * not examined. Resolves the number of entries removed. Optional member.
+   * not examined. Resolves the number of entries removed. `between`, when given, is awaited
+   * after each written piece of the new table (a scavenge paces itself there); it must not
+   * throw. Optional member.
    */
-  removeEntries?(keep: (entry: IndexEntry) => boolean): Promise<{ removedEntryCount: number }>;
+  removeEntries?(keep: (entry: IndexEntry) => boolean, between?: () => Promise<void>): Promise<{ removedEntryCount: number }>;
 }
 
 /** Computes a 64-bit stream hash; injectable so tests can force collisions. */

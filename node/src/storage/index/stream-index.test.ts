@@ -271,6 +271,25 @@ describe('PersistentStreamIndex full merges', () => {
   });
 });
 
+describe('PersistentStreamIndex.removeEntries pacing', () => {
+  it('awaits `between` after each written piece of the new table, and the result is complete', async () => {
+    const index = await open({ maxMemTableSize: 100_000 });
+    const count = 140_000; // pieces of 65,536 entries: three
+    for (let position = 0; position < count; position += 1000) {
+      index.add(Array.from({ length: 1000 }, (_, i) => entry(BigInt((position + i) % 7), Math.floor((position + i) / 7), position + i)), position + 1000);
+    }
+    let pauses = 0;
+    const between = async (): Promise<void> => {
+      pauses += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+    const { removedEntryCount } = await index.removeEntries((e) => e.logPosition % 2 === 0, between);
+    expect(removedEntryCount).toBe(count / 2);
+    expect(pauses).toBe(2); // 70,000 kept: one full piece and the rest
+    expect(index.getRange(3n, 0, Infinity).length).toBe(10_000);
+  });
+});
+
 describe('PersistentStreamIndex files', () => {
   it('deletes replaced table files only after the new indexmap is written', async () => {
     const index = await open({ maxMemTableSize: 5 });

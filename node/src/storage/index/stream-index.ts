@@ -178,6 +178,7 @@ export class PersistentStreamIndex implements StreamIndex {
    */
   async removeEntries(
     keep: (entry: IndexEntry) => boolean,
+    between?: () => Promise<void>,
   ): Promise<{ removedEntryCount: number }> {
     const removedEntryCount = await this.withFullMergePending(async () => {
       await this.flush();
@@ -190,7 +191,7 @@ export class PersistentStreamIndex implements StreamIndex {
         // One reused view per merge: no object or bigint per entry unless `keep` reads the hash.
         const view = new EncodedEntryView();
         const keepEncoded: EncodedEntryFilter = (words, entryIndex) => keep(view.at(words, entryIndex));
-        return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded));
+        return entryCountBefore - (await this.mergeTables(this.tables, level, keepEncoded, between));
       });
     });
     await this.whenIdle();
@@ -414,6 +415,7 @@ export class PersistentStreamIndex implements StreamIndex {
     inputs: readonly LiveTable[],
     level: number,
     keep?: EncodedEntryFilter,
+    between?: () => Promise<void>,
   ): Promise<number> {
     assert(inputs.length >= (keep === undefined ? 2 : 1), 'a merge has enough inputs');
     const startMs = performance.now();
@@ -428,11 +430,11 @@ export class PersistentStreamIndex implements StreamIndex {
       entryCountMax,
       hashCountMax,
       bloomBitCountMax: this.config.bloomBitCountMax,
-      chunks: mergeSortedChunks(
+      chunks: withPauses(mergeSortedChunks(
         inputs.map((live) => live.table.readChunks(CHUNK_ENTRY_COUNT)),
         CHUNK_ENTRY_COUNT,
         keep,
-      ),
+      ), between),
     });
     const remaining = this.tables.filter((live) => !inputs.includes(live));
     if (written !== undefined) {
@@ -517,5 +519,16 @@ class EncodedEntryView implements IndexEntry {
 
   get logPosition(): number {
     return readUint53(this.words, this.word + 4);
+  }
+}
+
+/**
+ * Passes `chunks` through, awaiting `between` after the consumer is done with each one (it asks
+ * for the next only once it has written the last).
+ */
+async function* withPauses<T>(chunks: AsyncIterable<T>, between: (() => Promise<void>) | undefined): AsyncGenerator<T> {
+  for await (const chunk of chunks) {
+    yield chunk;
+    if (between) await between();
   }
 }

@@ -564,12 +564,20 @@ export function mergeGroups(chunks: readonly Chunk[], chunkSizeBytes: number): C
   return groups;
 }
 
-/** Drops index entries whose records a scavenge removed. */
-export async function executeIndex(access: ScavengeAccess, run: { scavengeId: string; listener: ScavengeListener }): Promise<void> {
+/**
+ * Drops index entries whose records a scavenge removed. Paced like the other stages: every
+ * written piece of the new table is a unit of work (the throttle rests after it; a stop is
+ * honoured once the table is done).
+ */
+export async function executeIndex(access: ScavengeAccess, run: { scavengeId: string; listener: ScavengeListener }, pacer: ScavengePacer): Promise<void> {
   const remove = access.index.removeEntries;
   if (!remove) return;
   const startedMs = performance.now();
-  const { removedEntryCount } = await remove.call(access.index, (entry) => !access.registry.isScavengedAway(entry.logPosition));
+  const { removedEntryCount } = await remove.call(
+    access.index,
+    (entry) => !access.registry.isScavengedAway(entry.logPosition),
+    () => pacer.afterUnit(false),
+  );
   const timeTakenMs = performance.now() - startedMs;
   access.log.info({ entriesDeleted: removedEntryCount, timeTakenMs: Math.round(timeTakenMs) }, 'index scavenged');
   await run.listener.indexExecuted({ scavengeId: run.scavengeId, timeTakenMs, entriesDeleted: removedEntryCount, entriesKept: -1 });

@@ -54,8 +54,12 @@ export class ScavengePacer {
     this.checkStopped();
   }
 
-  /** Called after each unit of work (a chunk): rests per the throttle, then checks for stop. */
-  async afterUnit(): Promise<void> {
+  /**
+   * Called after each unit of work (a chunk): rests per the throttle, then checks for stop. With
+   * `checkStop` false it only rests (for a caller that must not be interrupted by a throw, such
+   * as the index's merge; the stop is checked after it).
+   */
+  async afterUnit(checkStop = true): Promise<void> {
     const workedMs = performance.now() - this.workStartedMs;
     this.activeMs += workedMs;
     if (this.throttlePercent < 100) {
@@ -66,7 +70,7 @@ export class ScavengePacer {
     } else {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    this.checkStopped();
+    if (checkStop) this.checkStopped();
     this.workStartedMs = performance.now();
   }
 }

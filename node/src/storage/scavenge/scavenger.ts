@@ -137,7 +137,7 @@ async function runStagesPaced(
   }
   if (stage === 'ExecutingIndex') {
     pacer.checkStopped();
-    await executeIndex(access, run);
+    await executeIndex(access, run, pacer);
     set({ stage: 'Cleaning', scavengePoint: point });
     stage = 'Cleaning';
   }
