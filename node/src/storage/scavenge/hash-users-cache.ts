@@ -16,7 +16,6 @@ export const HASH_USERS_CACHE_CAPACITY_DEFAULT = 100_000;
 /** The table behind the cache. `hash` is the unsigned 64-bit stream hash. */
 export interface HashUsersTable {
   read(hash: bigint): string | undefined;
-  insert(hash: bigint, stream: string): void;
   /** The recorded users of those of `hashes` that have one. */
   readMany(hashes: readonly bigint[]): Map<bigint, string>;
   /** Inserts users of hashes that have none (each hash at most once). */
@@ -46,26 +45,7 @@ export class HashUsersCache {
    * name already uses the hash (a collision); the recorded name is never replaced.
    */
   check(hash: bigint, stream: string): boolean {
-    assert(stream.length > 0, 'stream name is not empty');
-    const key = normaliseStreamHash(hash);
-    let user = this.entries.get(key);
-    if (user !== undefined) {
-      this.counters.hits++;
-      this.entries.delete(key);
-    } else {
-      this.counters.misses++;
-      user = this.table.read(key);
-      if (user === undefined) {
-        this.table.insert(key, stream);
-        user = stream;
-      }
-      if (this.entries.size >= this.capacity) this.checkEvict();
-    }
-    this.entries.set(key, user);
-    assert(this.entries.size <= this.capacity, 'hash users cache stays within its capacity');
-    if (user === stream) return false;
-    this.counters.collisions++;
-    return true;
+    return this.checkMany([{ hash, stream }]) > 0;
   }
 
   /**

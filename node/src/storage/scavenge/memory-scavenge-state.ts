@@ -93,7 +93,6 @@ class MemoryScavengeState implements ScavengeState {
   ) {
     this.hashUsersCache = new HashUsersCache(hashUsersCacheCapacity, {
       read: (hash) => this.store.hashUsers.get(hash),
-      insert: (hash, stream) => this.mapSet(this.store.hashUsers, hash, stream),
       readMany: (hashes) => {
         const found = new Map<bigint, string>();
         for (const hash of hashes) {

@@ -81,7 +81,6 @@ export const SCAVENGE_STATE_STATEMENTS_SQL = {
     ON CONFLICT (key) DO UPDATE SET min = excluded.min, max = excluded.max`,
   timeRangeGet: 'SELECT min, max FROM ChunkTimeStampRanges WHERE key = ?',
   hashUserGet: 'SELECT value FROM HashUsers WHERE key = ?',
-  hashUserInsert: 'INSERT INTO HashUsers (key, value) VALUES (?, ?)',
 } as const;
 
 export type StatementName = keyof typeof SCAVENGE_STATE_STATEMENTS_SQL;

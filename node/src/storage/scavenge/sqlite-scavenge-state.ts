@@ -185,9 +185,6 @@ class SqliteScavengeState implements ScavengeState {
         const row = this.get('hashUserGet', [BigInt.asIntN(64, hash)]);
         return row === null ? undefined : String(row['value']);
       },
-      insert: (hash, stream) => {
-        this.run('hashUserInsert', [BigInt.asIntN(64, hash), stream]);
-      },
       readMany: (hashes) => {
         const found = new Map<bigint, string>();
         for (const row of this.bulkRead('hashUsersGet', hashes.map((h) => BigInt.asIntN(64, h)))) {
