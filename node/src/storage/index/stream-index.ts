@@ -36,6 +36,8 @@ import type { IndexEntry, StreamHasher, StreamIndex } from './stream-index-port.
 
 /** Entries per chunk when writing or merging tables (1.5 MiB buffers). */
 const CHUNK_ENTRY_COUNT = 65_536;
+/** Smaller pieces for a paced merge (removeEntries with `between`): shorter runs of sync work. */
+const PACED_CHUNK_ENTRY_COUNT = 16_384;
 const ITERATE_BATCH_MIN = 16;
 const ITERATE_BATCH_MAX = 4096;
 /** Frozen memtables waiting for a flush beyond which a warning is logged once. */
@@ -419,6 +421,7 @@ export class PersistentStreamIndex implements StreamIndex {
   ): Promise<number> {
     assert(inputs.length >= (keep === undefined ? 2 : 1), 'a merge has enough inputs');
     const startMs = performance.now();
+    const pieceEntryCount = between ? PACED_CHUNK_ENTRY_COUNT : CHUNK_ENTRY_COUNT;
     let entryCountMax = 0;
     let hashCountMax = 0;
     for (const live of inputs) {
@@ -431,8 +434,8 @@ export class PersistentStreamIndex implements StreamIndex {
       hashCountMax,
       bloomBitCountMax: this.config.bloomBitCountMax,
       chunks: withPauses(mergeSortedChunks(
-        inputs.map((live) => live.table.readChunks(CHUNK_ENTRY_COUNT)),
-        CHUNK_ENTRY_COUNT,
+        inputs.map((live) => live.table.readChunks(pieceEntryCount)),
+        pieceEntryCount,
         keep,
       ), between),
     });

@@ -11,6 +11,8 @@ import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
 import type { OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
 
 const PAGE_SIZE = 1000;
+/** Streams worked out between two turns of the event loop (each may walk the index). */
+const STREAMS_PER_TURN = 100;
 const MAYBE_WEIGHT = 1;
 
 export async function calculate(
@@ -22,7 +24,12 @@ export async function calculate(
     const page = state.activeOriginals(after, PAGE_SIZE);
     if (page.length === 0) break;
     const weights = new Map<number, number>();
-    const updated = page.map((o) => calculateStream(access, state, point, o, weights));
+    const updated: OriginalStreamData[] = [];
+    for (const o of page) {
+      updated.push(calculateStream(access, state, point, o, weights));
+      // Nothing of the page is written before its transaction, so a stop here loses nothing.
+      if (updated.length % STREAMS_PER_TURN === 0) await pacer.yieldNow();
+    }
     const last = page[page.length - 1]!.stream;
     state.transaction(() => {
       for (const o of updated) state.setOriginal(o);
