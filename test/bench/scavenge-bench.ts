@@ -122,7 +122,22 @@ async function appendLatencies(node: NodeProcess, until: () => boolean, maxMs: n
   return latencies.sort((a, b) => a - b);
 }
 
-async function scavengeOnNode(dir: string, query: string, metrics: BenchMetric[], label: string, withBaseline: boolean): Promise<void> {
+/** Seconds per scavenge stage, from the node's own log lines (`scavenge stage` ... `scavenge completed`). */
+function stageSeconds(output: readonly string[]): string {
+  const marks: Array<{ stage: string; ms: number }> = [];
+  for (const line of output) {
+    if (!line.includes('"msg":"scavenge stage"') && !line.includes('"msg":"scavenge completed"')) continue;
+    try {
+      const o = JSON.parse(line) as { msg: string; stage?: string; time: number | string };
+      marks.push({ stage: o.msg === 'scavenge completed' ? 'end' : (o.stage ?? '?'), ms: typeof o.time === 'number' ? o.time : Date.parse(o.time) });
+    } catch { /* not a log line */ }
+  }
+  const parts: string[] = [];
+  for (let i = 0; i + 1 < marks.length; i++) parts.push(`${marks[i]!.stage} ${round((marks[i + 1]!.ms - marks[i]!.ms) / 1000, 2)}`);
+  return parts.join(', ');
+}
+
+async function scavengeOnNode(dir: string, query: string, metrics: BenchMetric[], label: string, withBaseline: boolean, notes: string[]): Promise<void> {
   const bytesBefore = chunkBytes(dir);
   const node = await startNode({ memDb: false, args: ['--db', path.join(dir, 'db'), '--index', path.join(dir, 'index')] });
   try {
@@ -153,6 +168,7 @@ async function scavengeOnNode(dir: string, query: string, metrics: BenchMetric[]
     metrics.push({ name: `scavenge ${label}: node RSS before the scavenge`, value: round(idleRssMb), unit: 'MB', lowerIsBetter: true });
     metrics.push({ name: `scavenge ${label}: chunk bytes after / before`, value: round((100 * chunkBytes(dir)) / bytesBefore, 1), unit: '%' });
     if (withBaseline) metrics.push({ name: `HTTP append p99 during scavenge ${label}`, value: round(percentile(during, 0.99), 2), unit: 'ms', lowerIsBetter: true });
+    notes.push(`${label}: stage seconds from the node's log: ${stageSeconds(node.output)}`);
   } finally {
     await node.stop();
   }
@@ -194,11 +210,11 @@ export async function run(): Promise<BenchSection> {
     const first = path.join(root, 'run-1');
     for (const label of ['threads=1', 'threads=1, second run']) {
       freshCopy(template, first);
-      await scavengeOnNode(first, 'threads=1', metrics, label, false);
+      await scavengeOnNode(first, 'threads=1', metrics, label, false, notes);
       fs.rmSync(first, { recursive: true, force: true });
     }
     freshCopy(template, first);
-    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1 with appends', true);
+    await scavengeOnNode(first, 'threads=1', metrics, 'threads=1 with appends', true, notes);
     const runs = metrics.filter((m) => /^scavenge threads=1(, second run)?: chunk data processed$/.test(m.name)).map((m) => m.value);
     if (process.env['BENCH_SCAVENGE_VARIANTS'] !== '1') notes.push('BENCH_SCAVENGE_VARIANTS=1 adds threads=2 and throttlePercent=50 runs');
     if (runs.length > 0) {
@@ -211,7 +227,7 @@ export async function run(): Promise<BenchSection> {
       for (const [label, query] of [['threads=2', 'threads=2'], ['throttlePercent=50', 'throttlePercent=50']] as const) {
         const dir = path.join(root, label);
         freshCopy(template, dir);
-        await scavengeOnNode(dir, query, metrics, label, false);
+        await scavengeOnNode(dir, query, metrics, label, false, notes);
         fs.rmSync(dir, { recursive: true, force: true });
       }
     }
