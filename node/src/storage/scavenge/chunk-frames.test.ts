@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryBlockFile } from '../../platform/block-file.js';
 import { Chunk } from '../chunk/chunk.js';
-import { ScavengedChunkWriter } from '../chunk/chunk-writer.js';
 import { PrepareFlags, encodePrepare } from '../format/record.js';
 import { CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
 import { encodeChunkFooter, encodeChunkHeader } from '../format/chunk-header.js';
@@ -9,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { forEachFrame } from './chunk-frames.js';
 import { writeScavengedCopy, type DiscardRules } from './execute.js';
+import { GroupChunkWriter } from './group-chunk-writer.js';
 
 const CHUNK_SIZE = 1 << 20;
 
@@ -74,11 +74,10 @@ describe('forEachFrame', () => {
   });
 });
 
-describe('ScavengedChunkWriter', () => {
+describe('GroupChunkWriter over many frames', () => {
   it('writes data in runs and maps each frame, across its output buffer swaps', async () => {
     const file = new MemoryBlockFile('w.tmp');
-    const writer = new ScavengedChunkWriter(file, 64 << 20, 0, 0);
-    await writer.begin();
+    const writer = new GroupChunkWriter(file, 64 << 20, 0);
     const frame = Buffer.alloc(1000);
     let logical = 0;
     for (let i = 0; i < 20_000; i++) {
@@ -92,7 +91,8 @@ describe('ScavengedChunkWriter', () => {
       logical += size + 500; // something removed after every frame
       if (i % 1000 === 0) await writer.drain();
     }
-    await writer.finish(logical);
+    await writer.finish(0, logical);
+    await writer.settle();
     const chunk = Chunk.open(file, true);
     expect(chunk.positionMapEntryCount).toBe(20_000);
     expect(chunk.logicalOffsetOfMapEntry(19_999)).toBe(19_999 * (chunk.physicalOffsetOfMapEntry(1) + 500));

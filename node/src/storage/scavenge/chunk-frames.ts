@@ -35,7 +35,7 @@ export const FRAME_PAYLOAD_OFFSET_BYTES = 8;
 
 /**
  * The block handed to `visit` and `blockDone` is reused for the next block: a visitor must copy
- * what it keeps (ScavengedChunkWriter does). The framing (lengths, position map) is always
+ * what it keeps (GroupChunkWriter does). The framing (lengths, position map) is always
  * checked; the chunk's data checksum too unless `verifyChecksum` is false, for a reader that
  * verifies every frame it acts on by itself (accumulation: a chunk is verified in full when it
  * is opened and again by the execution walk before any copy of it is swapped in).

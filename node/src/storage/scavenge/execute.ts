@@ -8,7 +8,6 @@ import { crc32 } from 'node:zlib';
 import { RecordType } from '../format/record.js';
 import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
 import { isMetastream } from '../stream-metadata.js';
-import { ScavengedChunkWriter } from '../chunk/chunk-writer.js';
 import type { Chunk } from '../chunk/chunk.js';
 import { forEachFrame } from './chunk-frames.js';
 import {
@@ -408,10 +407,10 @@ export async function rewriteChunk(
 export async function writeScavengedCopy(
   chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
 ): Promise<{ kept: number; removed: number; durable: Promise<void> }> {
-  const writer = new ScavengedChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, chunk.header.chunkEndNumber);
+  // One write in flight: the worker threads that use this run several copies at once.
+  const writer = new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, 1);
   let counts: { kept: number; removed: number };
   try {
-    await writer.begin();
     counts = await filterChunk(chunk, writer, rules, async () => {
       await writer.drain();
       await between();
@@ -423,7 +422,7 @@ export async function writeScavengedCopy(
   }
   const durable = (async () => {
     try {
-      await writer.finish(chunk.logicalDataEndPosition - chunk.startPosition);
+      await writer.finish(chunk.header.chunkEndNumber, chunk.logicalDataEndPosition - chunk.startPosition);
     } finally {
       await writer.settle();
       await file.close();
@@ -518,9 +517,8 @@ export async function mergeChunks(
     const last = group[group.length - 1]!;
     const tempName = `${randomUUID()}.merge.scavenge.tmp`;
     const file = access.registry.storage.create(tempName);
-    const writer = new ScavengedChunkWriter(file, access.chunkSizeBytes, first.header.chunkStartNumber, last.header.chunkEndNumber);
+    const writer = new GroupChunkWriter(file, access.chunkSizeBytes, first.header.chunkStartNumber);
     try {
-      await writer.begin();
       // Whole blocks are copied: merging keeps every frame, only the map needs each one.
       for (const chunk of group) {
         await forEachFrame(chunk, (_block, _frame, size, logPosition) => writer.mapFrame(logPosition, size), async () => {
@@ -528,7 +526,7 @@ export async function mergeChunks(
           await pacer.yieldNow();
         }, (block, used) => writer.copy(block, 0, used));
       }
-      await writer.finish(last.logicalDataEndPosition - first.startPosition);
+      await writer.finish(last.header.chunkEndNumber, last.logicalDataEndPosition - first.startPosition);
     } finally {
       await writer.settle();
       await file.close();

@@ -1,15 +1,18 @@
 /**
- * Writes one scavenged chunk file from the kept records of one or more neighbouring source
- * chunks (single-thread execution merges while it rewrites: see execute.ts). Same file layout as
- * chunk/chunk-writer.ts (header with isScavenged, records, position map, footer with the crc32
- * of data and map), but the range it covers is known only at the end, so the header is written
- * by `finish`; and the data of the source chunk being added can be taken back (`mark` before a
- * source chunk, `rollback` to it) when it turns out not to fit.
+ * Writes one scavenged chunk file: the kept records of one source chunk (worker threads), of one
+ * or more neighbouring source chunks (single-thread execution merges while it rewrites: see
+ * execute.ts), or every record of a run of small chunks (the merge stage). Layout: header with
+ * isScavenged, records, position map (physical offset -> logical offset of each record), footer
+ * with the crc32 of data and map. The range a file covers may be known only at the end, so the
+ * header is written by `finish`; and the data of the source chunk being added can be taken back
+ * (`mark` before a source chunk, `rollback` to it) when it turns out not to fit.
  *
- * Kept frames are copied synchronously into a 2 MiB output buffer (double-buffered): `drain`,
- * between source blocks, starts a write once enough has gathered. The crc32 of the data is
- * folded from the crcs of copied runs when the caller has them (`copy`'s `rangeCrc32`), and
- * otherwise taken of the buffered bytes before they are written. The file is written under a temp name; the caller renames it into
+ * Callers hand over whole frames: `mapFrame` for each frame (its map entry), and `copy` for its
+ * bytes, which may cover a run of several frames at once. Copying is synchronous into a 2 MiB
+ * output buffer; `drain`, between source blocks, starts a write once enough has gathered, while
+ * the caller fills another buffer. The crc32 of the data is folded from the crcs of copied runs
+ * when the caller has them (`copy`'s `rangeCrc32`), and otherwise taken of the buffered bytes
+ * before they are written. The file is written under a temp name; the caller renames it into
  * place only after `finish` (written and fsynced).
  */
 import { crc32 } from 'node:zlib';
@@ -25,7 +28,10 @@ import { crc32Combine } from './crc32-combine.js';
 const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
 const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
-/** Writes under way at once (each with its own buffer; one more buffer is being filled). */
+/**
+ * Writes under way at once by default (each with its own buffer; one more buffer is being
+ * filled). Worker threads pass 1: they run several writers at once, and each buffer is 3 MiB.
+ */
 const WRITES_IN_FLIGHT_MAX = 2;
 
 interface Mark { physicalBytes: number; mappedBytes: number; mapCount: number; crc: number }
@@ -56,6 +62,7 @@ export class GroupChunkWriter {
     private readonly file: BlockFile,
     private readonly chunkSizeBytes: number,
     readonly chunkStartNumber: number,
+    private readonly writesInFlightMax = WRITES_IN_FLIGHT_MAX,
   ) {}
 
   get dataSizeBytes(): number {
@@ -139,11 +146,11 @@ export class GroupChunkWriter {
 
   /**
    * Starts writing the buffered data (first waiting for the oldest write when
-   * WRITES_IN_FLIGHT_MAX are under way) and goes on in a free buffer.
+   * `writesInFlightMax` are under way) and goes on in a free buffer.
    */
   private async startWrite(): Promise<void> {
     if (this.outBytes === 0) return;
-    await this.awaitWrites(WRITES_IN_FLIGHT_MAX - 1);
+    await this.awaitWrites(this.writesInFlightMax - 1);
     this.foldPendingCrc();
     const view = this.out.subarray(0, this.outBytes);
     const position = CHUNK_HEADER_SIZE_BYTES + this.writtenBytes;
