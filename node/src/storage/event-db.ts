@@ -174,10 +174,10 @@ export class Engine implements EventDb {
   private writerPos: number;
   /** End of the log covered by writer.chk and applied to the index: what readers may see. */
   private committedPos: number;
-  /** Batches whose data is durable but whose writer.chk update and apply are still running. */
-  /** Contexts of the batches in `pipeline` (the overlay later batches are decided against). */
-  private readonly inflight: BatchContext[] = [];
-  /** Batches written but not yet applied, in log order (see writeBatch / commitPipeline). */
+  /**
+   * Batches written but not yet applied, in log order (see writeBatch / commitPipeline); their
+   * contexts are the overlay later batches are decided against.
+   */
   private readonly pipeline: InflightBatch[] = [];
   private committing = false;
   private batchScratch = Buffer.allocUnsafe(GROUP_COMMIT_BYTES_TARGET + 64 * 1024);
@@ -448,7 +448,7 @@ export class Engine implements EventDb {
   }
 
   private formBatch(): { outcomes: QueuedOutcome[]; needsNewChunk: boolean; sizeBytes: number; ctx: BatchContext } {
-    const ctx = new BatchContext(this, [...this.inflight]);
+    const ctx = new BatchContext(this, this.pipeline.map((b) => b.ctx));
     const outcomes: QueuedOutcome[] = [];
     const active = this.registry.active;
     const spaceBytes = active.endPosition - this.writerPos;
@@ -522,7 +522,6 @@ export class Engine implements EventDb {
       ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: this.writerPos, sizeBytes: offset, startedMs, durable: false,
     };
     this.pipeline.push(inflight);
-    this.inflight.push(batch.ctx);
     durable.then(
       () => { inflight.durable = true; void this.commitPipeline(); },
       (err: unknown) => this.fail(err),
@@ -555,7 +554,6 @@ export class Engine implements EventDb {
         for (const b of batches) {
           this.recordFlush(b.sizeBytes, performance.now() - b.startedMs);
           this.applyCommitted(b.encoded);
-          this.inflight.splice(this.inflight.indexOf(b.ctx), 1);
         }
         this.pipeline.splice(0, n);
         this.signalPipelineProgress();
@@ -670,7 +668,6 @@ export class Engine implements EventDb {
     // write or fsync, of data or of writer.chk, may have left any of them not durable).
     for (const r of this.queue.splice(0)) r.reject(error);
     for (const b of this.pipeline.splice(0)) for (const o of b.outcomes) o.request.reject(error);
-    this.inflight.splice(0);
     this.signalPipelineProgress();
     this.deps.onFatal(error);
   }
