@@ -17,6 +17,7 @@ import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
+import { KeptPositions } from './kept-positions.js';
 import { crc32Combine } from './crc32-combine.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
 import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
@@ -571,9 +572,12 @@ export async function executeIndex(access: ScavengeAccess, run: { scavengeId: st
   const remove = access.index.removeEntries;
   if (!remove) return;
   const startedMs = performance.now();
+  // The scavenged chunks' position maps, read into memory once: entries come in hash order, so
+  // their positions jump from chunk to chunk and page to page.
+  const kept = KeptPositions.load(access.registry, access.chunkSizeBytes);
   const { removedEntryCount } = await remove.call(
     access.index,
-    (entry) => !access.registry.isScavengedAway(entry.logPosition),
+    (entry) => kept.keeps(entry.logPosition),
     () => pacer.afterUnit(false),
   );
   const timeTakenMs = performance.now() - startedMs;

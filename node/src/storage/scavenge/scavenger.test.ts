@@ -97,6 +97,35 @@ describe('scavenge removals', () => {
   });
 });
 
+describe('scavenge index stage', () => {
+  const entriesDeleted = (listener: RecordingListener): unknown => listener.calls.find((c) => c.kind === 'indexExecuted')?.info['entriesDeleted'];
+
+  it('drops exactly the entries of removed records, keeping those in chunks scavenged by an earlier run', async () => {
+    const dir = tempDir();
+    const db = await open(dir);
+    await fill(db, 'h', 80);
+    await db.setStreamMetadata('h', -2, { custom: 1 });
+    await fill(db, 'other', 40);
+    await fill(db, 's2', 50);
+    await db.deleteStream('h', -2, true);
+    const first = await scavenge(db);
+    expect(first.outcome.result).toBe('Success');
+    expect(entriesDeleted(first.listener)).toBe(81); // h's 80 events and its metadata record
+    await db.deleteStream('s2', -2, true);
+    await fill(db, 'later', 30);
+    const second = await scavenge(db);
+    expect(second.outcome.result).toBe('Success');
+    expect(entriesDeleted(second.listener)).toBe(50);
+    expect((await streamNumbers(db, 'other') as number[]).length).toBe(40);
+    expect((await streamNumbers(db, 'later') as number[]).length).toBe(30);
+    expect(await streamNumbers(db, 's2')).toBe('stream-deleted');
+    await db.close();
+    engines.splice(engines.indexOf(db), 1);
+    const reopened = await open(dir);
+    expect(await streamNumbers(reopened, 'other')).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  });
+});
+
 describe('scavenge thresholds and merging', () => {
   it('threshold -1 rewrites every chunk before the point, even with nothing to remove', async () => {
     const dir = tempDir();
