@@ -32,7 +32,7 @@ export async function calculate(
     }
     const last = page[page.length - 1]!.stream;
     state.transaction(() => {
-      for (const o of updated) state.setOriginal(o);
+      state.setOriginals(updated); // one statement per 128 rows
       for (const [chunk, w] of weights) state.addChunkWeight(chunk, w);
       state.setCheckpoint({ stage: 'Calculating', scavengePoint: point, doneStream: last });
     });
@@ -77,7 +77,9 @@ function addWeights(
   weights: Map<number, number>,
 ): void {
   const add = (chunk: number, w: number): void => { weights.set(chunk, (weights.get(chunk) ?? 0) + w); };
-  for (const entry of access.index.iterateDescending(access.hasher(stream))) {
+  // One index query for the whole range (iterating in growing batches searched every source
+  // again for each batch).
+  for (const entry of access.index.getRange(access.hasher(stream), Math.max(0, range.from), Infinity)) {
     if (entry.logPosition >= point.position || entry.eventNumber === TOMBSTONE_EVENT_NUMBER) continue;
     if (entry.eventNumber < range.from) break;
     const chunk = Math.floor(entry.logPosition / access.chunkSizeBytes);
