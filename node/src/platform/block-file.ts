@@ -35,13 +35,20 @@ export interface BlockFile {
   writeSync(buf: Uint8Array, position: number): void;
   /** fdatasync. Rejects on failure; the caller must treat that as fatal. */
   sync(): Promise<void>;
+  /**
+   * The OS file descriptor, for the log writer thread's positioned writes; undefined for files
+   * that live in memory.
+   */
+  readonly fd: number | undefined;
+  /** Accounts for a write another thread made through `fd` (size and counters). */
+  noteWritten(position: number, length: number): void;
   truncate(sizeBytes: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export class NodeBlockFile implements BlockFile {
   readonly path: string;
-  private readonly fd: number;
+  readonly fd: number;
   private size: number;
 
   private constructor(filePath: string, fd: number, size: number) {
@@ -108,6 +115,12 @@ export class NodeBlockFile implements BlockFile {
     ioCounters.writeOps += 1;
   }
 
+  noteWritten(position: number, length: number): void {
+    this.size = Math.max(this.size, position + length);
+    ioCounters.writtenBytes += length;
+    ioCounters.writeOps += 1;
+  }
+
   sync(): Promise<void> {
     return new Promise((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
   }
@@ -130,6 +143,7 @@ function writeAt(fd: number, buf: Uint8Array, offset: number, position: number):
 
 export class MemoryBlockFile implements BlockFile {
   readonly path: string;
+  readonly fd = undefined;
   private buf: Buffer;
   private size = 0;
 
@@ -171,6 +185,10 @@ export class MemoryBlockFile implements BlockFile {
   }
 
   async sync(): Promise<void> {}
+
+  noteWritten(): void {
+    throw new Error(`${this.path} lives in memory: no other thread writes it`);
+  }
 
   async truncate(sizeBytes: number): Promise<void> {
     if (sizeBytes < this.size) this.buf.fill(0, sizeBytes, this.size);

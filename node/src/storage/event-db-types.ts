@@ -130,6 +130,8 @@ export interface EngineStats {
     readonly maxFlushDelayMs: number;
     readonly queuedFlushMessages: number;
     readonly flushCount: number;
+    /** Batches are sealed, written and fdatasynced on the log writer thread (not the main thread). */
+    readonly onWriterThread: boolean;
   };
   readonly readIndex: {
     readonly cachedRecord: number;

@@ -15,11 +15,14 @@ import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES, RECORD_FRAME_OVERHEAD
 import {
   decodeChunkFooter, decodeChunkHeader, encodeChunkFooter, encodeChunkHeader, type ChunkFooter, type ChunkHeader,
 } from '../format/chunk-header.js';
-import { decodeFrame, type FrameResult } from '../format/record.js';
+import { decodeFrame, sealFrames, type FrameResult } from '../format/record.js';
+import type { LogWriterThread } from '../writer/log-writer-thread.js';
 import { FatalError } from '../../errors.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import { giveBackScratch, takeScratch } from './scratch-buffers.js';
 import { POSMAP_ENTRY_BYTES, PositionMap } from './position-map.js';
+
+let nextCrcToken = 0;
 
 /** Bytes read ahead when fetching one record; most records fit in one read. */
 const READ_AHEAD_BYTES = 4096;
@@ -36,6 +39,10 @@ export class Chunk {
   private posMap: PositionMap | undefined;
   /** crc32 of the data written so far (active chunk); undefined until computed after an open. */
   private runningCrc: number | undefined;
+  /** Names this chunk's running checksum to the log writer thread. */
+  private readonly crcToken = nextCrcToken++;
+  /** The log writer thread has been given this chunk's starting checksum. */
+  private threadStarted = false;
 
   private constructor(file: BlockFile, header: ChunkHeader, footer: ChunkFooter | undefined, dataSizeBytes: number) {
     this.file = file;
@@ -218,16 +225,38 @@ export class Chunk {
   }
 
   /**
-   * Appends record bytes at the end of the data (active chunk only) and returns the promise of
-   * their fdatasync. The bytes go straight into the page cache (a thread-pool hop would cost more
-   * than the copy) and the position is taken at once, so the writer can append the next batch
-   * while this one flushes. The running checksum is updated while the disk flushes. The bytes
-   * are copied before this returns, so the caller may reuse `bytes` at once.
+   * Appends a batch of unsealed record frames (encoded with `seal` false) at the end of the data
+   * (active chunk only) and returns the promise of their durability. The position is taken at
+   * once, so the writer can append the next batch while this one is written and flushed.
+   *
+   * With a log writer thread, sealing, the running checksum, the write and the fdatasync happen
+   * there, in order (`bytes` must come from its takeBuffer and moves to it). Without one, the
+   * bytes are sealed, checksummed and in the page cache before this returns (the caller may
+   * reuse them), and the fdatasync runs in libuv's pool.
    */
-  appendDurably(bytes: Uint8Array): Promise<void> {
+  appendDurably(bytes: Buffer, thread?: LogWriterThread): Promise<void> {
     if (this.isCompleted) return Promise.reject(new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`));
+    const position = CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes;
+    const fd = this.file.fd;
+    if (thread !== undefined && fd !== undefined) {
+      const first = !this.threadStarted;
+      this.threadStarted = true;
+      const length = bytes.length;
+      this.dataSizeBytes += length;
+      return thread.write(bytes, { fd, position, crcToken: this.crcToken, ...(first ? { crcStart: this.runningCrc ?? null } : {}) }).then(
+        (crc) => {
+          this.file.noteWritten(position, length);
+          if (crc !== null) this.runningCrc = crc;
+        },
+        (err: unknown) => {
+          if ((err as { op?: string }).op === 'fdatasync') throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${this.file.path} failed`, { cause: err });
+          throw err;
+        },
+      );
+    }
     try {
-      this.file.writeSync(bytes, CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes);
+      sealFrames(bytes, 0, bytes.length);
+      this.file.writeSync(bytes, position);
     } catch (err: unknown) {
       return Promise.reject(err);
     }
@@ -244,6 +273,7 @@ export class Chunk {
     this.dataSizeBytes = physicalSize;
     this.footer = undefined;
     this.runningCrc = this.computeDataCrc();
+    this.threadStarted = false;
   }
 
   /** Seals the chunk: footer with the data checksum, synced. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PrepareFlags, RecordType, commitFramedSizeBytes, decodeFrame, encodeCommit, encodePrepare, encodeSystem, systemFramedSizeBytes } from './record.js';
+import { PrepareFlags, RecordType, commitFramedSizeBytes, decodeFrame, encodeCommit, encodePrepare, encodeSystem, sealFrames, systemFramedSizeBytes } from './record.js';
 
 function samplePrepare(logPosition: number) {
   return {
@@ -51,6 +51,36 @@ describe('record codec', () => {
       expect(decodeFrame(buf, 0, cut, 0).kind).not.toBe('record');
     }
     expect(decodeFrame(Buffer.alloc(64), 0, 64, 0).kind).toBe('end');
+  });
+
+  it('sealFrames fills the checksums of unsealed frames: the batch equals one encoded sealed, and decodes', () => {
+    const encodeAll = (out: Buffer, seal: boolean): number => {
+      let p = 0;
+      p += encodePrepare(out, p, samplePrepare(p), seal);
+      p += encodePrepare(out, p, samplePrepare(p), seal);
+      p += encodeCommit(out, p, { logPosition: p, transactionPosition: 0, firstEventNumber: 41, eventCount: 2, timestampMs: 5 }, seal);
+      p += encodeSystem(out, p, { logPosition: p, timestampMs: 9, systemRecordType: 1, data: Buffer.from('{}') }, seal);
+      return p;
+    };
+    const sealed = Buffer.alloc(1024);
+    const unsealed = Buffer.alloc(1024);
+    const size = encodeAll(sealed, true);
+    expect(encodeAll(unsealed, false)).toBe(size);
+    // Unsealed frames do not decode: a writer that forgot to seal would be caught on read.
+    expect(decodeFrame(unsealed, 0, size, 0)).toMatchObject({ kind: 'torn', reason: 'checksum mismatch' });
+    expect(sealFrames(unsealed, 0, size)).toBe(4);
+    expect(unsealed.subarray(0, size).equals(sealed.subarray(0, size))).toBe(true);
+  });
+
+  it('sealFrames refuses bytes that are not whole frames', () => {
+    const buf = Buffer.alloc(1024);
+    const size = encodePrepare(buf, 0, samplePrepare(0), false);
+    expect(() => sealFrames(buf, 0, size - 1)).toThrow(/no frame at offset 0/);
+    expect(() => sealFrames(buf, 0, size + 5)).toThrow(/stray bytes/);
+    const damaged = Buffer.from(buf.subarray(0, size));
+    damaged.writeUInt32LE(7, size - 4); // trailing length disagrees
+    expect(() => sealFrames(damaged, 0, size)).toThrow(/no frame/);
+    expect(() => sealFrames(Buffer.alloc(64), 0, 64)).toThrow(/no frame/);
   });
 
   it('rejects a valid record found at the wrong position', () => {

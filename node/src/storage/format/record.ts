@@ -84,8 +84,11 @@ export function framedSizeBytes(payloadBytes: number): number {
   return payloadBytes + RECORD_FRAME_OVERHEAD_BYTES;
 }
 
-/** Encodes a prepare record frame into `out` at `offset`; returns the frame size. */
-export function encodePrepare(out: Buffer, offset: number, r: PrepareInput): number {
+/**
+ * Encodes a prepare record frame into `out` at `offset`; returns the frame size. With
+ * `seal` false the checksum field is left for `sealFrames` (the log writer thread fills it).
+ */
+export function encodePrepare(out: Buffer, offset: number, r: PrepareInput, seal = true): number {
   const streamBytes = utf8LengthBytes(r.stream);
   const typeBytes = utf8LengthBytes(r.eventType);
   const payloadBytes = preparePayloadSizeBytes(streamBytes, typeBytes, r.data.length, r.metadata.length);
@@ -106,17 +109,17 @@ export function encodePrepare(out: Buffer, offset: number, r: PrepareInput): num
   out.set(r.data, p); p += r.data.length;
   out.writeUInt32LE(r.metadata.length, p); p += 4;
   out.set(r.metadata, p); p += r.metadata.length;
-  return finishFrame(out, offset, payloadBytes, p);
+  return finishFrame(out, offset, payloadBytes, p, seal);
 }
 
-export function encodeCommit(out: Buffer, offset: number, r: Omit<CommitRecord, 'type'>): number {
+export function encodeCommit(out: Buffer, offset: number, r: Omit<CommitRecord, 'type'>, seal = true): number {
   let p = offset + 8;
   p = writeCommon(out, p, RecordType.Commit, r.logPosition);
   writeInt64(out, r.transactionPosition, p); p += 8;
   writeInt64(out, r.firstEventNumber, p); p += 8;
   out.writeInt32LE(r.eventCount, p); p += 4;
   writeInt64(out, r.timestampMs, p); p += 8;
-  return finishFrame(out, offset, COMMIT_BYTES, p);
+  return finishFrame(out, offset, COMMIT_BYTES, p, seal);
 }
 
 export function commitFramedSizeBytes(): number {
@@ -127,7 +130,7 @@ export function systemFramedSizeBytes(dataBytes: number): number {
   return framedSizeBytes(SYSTEM_FIXED_BYTES + dataBytes);
 }
 
-export function encodeSystem(out: Buffer, offset: number, r: Omit<SystemRecord, 'type'>): number {
+export function encodeSystem(out: Buffer, offset: number, r: Omit<SystemRecord, 'type'>, seal = true): number {
   const payloadBytes = SYSTEM_FIXED_BYTES + r.data.length;
   checkPayloadSize(payloadBytes);
   let p = offset + 8;
@@ -136,7 +139,29 @@ export function encodeSystem(out: Buffer, offset: number, r: Omit<SystemRecord, 
   out.writeUInt8(r.systemRecordType, p); p += 1;
   out.writeUInt32LE(r.data.length, p); p += 4;
   out.set(r.data, p); p += r.data.length;
-  return finishFrame(out, offset, payloadBytes, p);
+  return finishFrame(out, offset, payloadBytes, p, seal);
+}
+
+/**
+ * Fills the checksum of every frame in `buf[start, end)`, which must hold whole frames encoded
+ * with `seal` false, back to back. Throws (touching nothing further) at anything that is not a
+ * frame: a zero or oversized length, or a trailing length that disagrees.
+ */
+export function sealFrames(buf: Buffer, start: number, end: number): number {
+  let p = start;
+  let frames = 0;
+  while (p < end) {
+    if (p + RECORD_FRAME_OVERHEAD_BYTES > end) throw new Error(`sealFrames: ${end - p} stray bytes at offset ${p}`);
+    const payloadBytes = buf.readUInt32LE(p);
+    const frameEnd = p + payloadBytes + RECORD_FRAME_OVERHEAD_BYTES;
+    if (payloadBytes === 0 || payloadBytes > RECORD_SIZE_BYTES_MAX || frameEnd > end || buf.readUInt32LE(frameEnd - 4) !== payloadBytes) {
+      throw new Error(`sealFrames: no frame at offset ${p}`);
+    }
+    buf.writeUInt32LE(crc32(buf.subarray(p + 8, frameEnd - 4)), p + 4);
+    p = frameEnd;
+    frames += 1;
+  }
+  return frames;
 }
 
 function checkPayloadSize(payloadBytes: number): void {
@@ -152,11 +177,11 @@ function writeCommon(out: Buffer, p: number, type: number, logPosition: number):
   return p + COMMON_BYTES;
 }
 
-function finishFrame(out: Buffer, offset: number, payloadBytes: number, end: number): number {
+function finishFrame(out: Buffer, offset: number, payloadBytes: number, end: number, seal: boolean): number {
   // Pair assertion: the computed size and the bytes written must agree.
   if (end - offset - 8 !== payloadBytes) throw new Error(`record size mismatch: ${end - offset - 8} != ${payloadBytes}`);
   out.writeUInt32LE(payloadBytes, offset);
-  out.writeUInt32LE(crc32(out.subarray(offset + 8, end)), offset + 4);
+  out.writeUInt32LE(seal ? crc32(out.subarray(offset + 8, end)) : 0, offset + 4);
   out.writeUInt32LE(payloadBytes, end);
   return payloadBytes + RECORD_FRAME_OVERHEAD_BYTES;
 }

@@ -54,10 +54,14 @@ export function plannedSizeBytes(group: PlannedRecordGroup): number {
   return total;
 }
 
-/** Encodes `group` into `out` at `offset`, whose log position is `position`. */
+/**
+ * Encodes `group` into `out` at `offset`, whose log position is `position`. The frames are left
+ * unsealed (checksum fields zero): the log writer seals the whole batch with `sealFrames` on its
+ * way to the disk, off the thread that encodes.
+ */
 export function encodeGroup(out: Buffer, offset: number, position: number, group: PlannedRecordGroup, nowMs: number): EncodedGroup {
   if (group.kind === 'system') {
-    const sizeBytes = encodeSystem(out, offset, { logPosition: position, timestampMs: nowMs, systemRecordType: group.systemRecordType, data: group.data });
+    const sizeBytes = encodeSystem(out, offset, { logPosition: position, timestampMs: nowMs, systemRecordType: group.systemRecordType, data: group.data }, false);
     return { events: [], commitPosition: position, sizeBytes };
   }
   let p = offset;
@@ -72,7 +76,7 @@ export function encodeGroup(out: Buffer, offset: number, position: number, group
       logPosition: pos, flags, transactionPosition: position, transactionOffset: i, eventNumber: e.eventNumber,
       eventId: e.event.eventId, timestampMs: nowMs, stream: group.stream, eventType: e.event.eventType,
       data: e.event.data, metadata: e.event.metadata,
-    });
+    }, false);
     encoded.push({ stream: group.stream, eventNumber: e.eventNumber, logPosition: pos, event: e.event, flags });
     p += size;
     pos += size;
@@ -80,6 +84,6 @@ export function encodeGroup(out: Buffer, offset: number, position: number, group
   const commitBytes = encodeCommit(out, p, {
     logPosition: pos, transactionPosition: position, firstEventNumber: group.events[0]?.eventNumber ?? -1,
     eventCount: group.events.length, timestampMs: nowMs,
-  });
+  }, false);
   return { events: encoded, commitPosition: pos, sizeBytes: p + commitBytes - offset };
 }
