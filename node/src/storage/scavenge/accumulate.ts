@@ -11,6 +11,7 @@ import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } fro
 import { FRAME_PAYLOAD_OFFSET_BYTES, corrupt, forEachFrame, frameChecksumOk } from './chunk-frames.js';
 import { StreamNameMemo, frameRecordType, prepareEventNumber, prepareFlags, prepareTimestampMs } from './record-fields.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
+import type { Chunk } from '../chunk/chunk.js';
 import type { MetastreamData, OriginalStreamData, ScavengePoint, ScavengeState } from './scavenge-types.js';
 
 type StreamMetadataFields = ReturnType<typeof parseStreamMetadata>;
@@ -24,54 +25,11 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
   for (const chunk of access.registry.allChunks()) {
     if (chunk.header.chunkEndNumber <= state.lastAccumulatedChunk()) continue;
     if (chunk.header.chunkEndNumber > lastChunkInScope || !chunk.isCompleted) break;
-    const times = new Map<number, { minMs: number; maxMs: number }>();
     const changes = new ChunkChanges(state, access.hasher);
-    const memo = new StreamNameMemo();
-    let stream = '';
-    let isMeta = false;
-    // Time range of the logical chunk being read, folded into `times` when the chunk changes.
-    let timeChunk = -1;
-    let minMs = 0;
-    let maxMs = 0;
-    const foldTimes = (): void => {
-      if (timeChunk < 0) return;
-      const t = times.get(timeChunk);
-      if (!t) times.set(timeChunk, { minMs, maxMs });
-      else { t.minMs = Math.min(t.minMs, minMs); t.maxMs = Math.max(t.maxMs, maxMs); }
-    };
-    await forEachFrame(chunk, (block, frame, size, logPosition) => {
-      if (frameRecordType(block, frame) !== RecordType.Prepare) return;
-      const timestampMs = prepareTimestampMs(block, frame);
-      const logicalChunk = Math.floor(logPosition / access.chunkSizeBytes);
-      if (logicalChunk !== timeChunk) {
-        foldTimes();
-        timeChunk = logicalChunk;
-        minMs = timestampMs;
-        maxMs = timestampMs;
-      } else {
-        if (timestampMs < minMs) minMs = timestampMs;
-        if (timestampMs > maxMs) maxMs = timestampMs;
-      }
-      if (!memo.same(block, frame)) {
-        stream = memo.remember(block, frame);
-        isMeta = isMetastream(stream);
-        changes.hashUser(stream);
-      }
-      const eventNumber = prepareEventNumber(block, frame);
-      if (isMeta) {
-        // Decoded in full: checked on its own first (the chunk's checksum is only known at the end).
-        if (!frameChecksumOk(block, frame, size)) throw corrupt(chunk, logPosition - chunk.startPosition, 'checksum mismatch');
-        const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
-        if (record.type === RecordType.Prepare) changes.metadata(stream, eventNumber, logicalChunk, record.data);
-      } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || eventNumber === TOMBSTONE_EVENT_NUMBER) {
-        // A tombstone discards a whole stream: checked on its own like a metadata record.
-        if (!frameChecksumOk(block, frame, size)) throw corrupt(chunk, logPosition - chunk.startPosition, 'checksum mismatch');
-        changes.tombstone(stream);
-      }
-      // Other records only feed weights and time ranges (estimates: execution decides on each
-      // record again, from bytes its own walk verifies), so the chunk's checksum is not taken here.
-    }, () => pacer.yieldNow(), undefined, false);
-    foldTimes();
+    const scan = new ChunkScan(chunk, access.chunkSizeBytes, changes);
+    await forEachFrame(chunk, (block, frame, size, logicalOffset) => scan.visit(block, frame, size, logicalOffset),
+      () => pacer.yieldNow(), undefined, false);
+    const times = scan.finish();
     state.transaction(() => {
       changes.apply();
       for (const [n, t] of times) {
@@ -86,6 +44,74 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
     await pacer.afterUnit();
   }
   return accumulated;
+}
+
+/**
+ * The per-record work of accumulation for one chunk. State lives in fields (not in variables of
+ * a closure, where every new timestamp was boxed), and the logical chunk of a record is found by
+ * comparing offsets with the current one's bounds rather than dividing per record.
+ */
+class ChunkScan {
+  private readonly memo = new StreamNameMemo();
+  private stream = '';
+  private isMeta = false;
+  private readonly times = new Map<number, { minMs: number; maxMs: number }>();
+  /** The logical chunk being read (-1: none yet), its offset range in this chunk, its time range. */
+  private timeChunk = -1;
+  private timeChunkFrom = 0;
+  private timeChunkTo = 0;
+  private minMs = 0;
+  private maxMs = 0;
+
+  constructor(private readonly chunk: Chunk, private readonly chunkSizeBytes: number, private readonly changes: ChunkChanges) {}
+
+  visit(block: Buffer, frame: number, size: number, logicalOffset: number): void {
+    if (frameRecordType(block, frame) !== RecordType.Prepare) return;
+    const timestampMs = prepareTimestampMs(block, frame);
+    if (logicalOffset >= this.timeChunkTo || logicalOffset < this.timeChunkFrom || this.timeChunk < 0) {
+      this.foldTimes();
+      const within = Math.floor(logicalOffset / this.chunkSizeBytes);
+      this.timeChunk = this.chunk.header.chunkStartNumber + within;
+      this.timeChunkFrom = within * this.chunkSizeBytes;
+      this.timeChunkTo = this.timeChunkFrom + this.chunkSizeBytes;
+      this.minMs = timestampMs;
+      this.maxMs = timestampMs;
+    } else {
+      if (timestampMs < this.minMs) this.minMs = timestampMs;
+      if (timestampMs > this.maxMs) this.maxMs = timestampMs;
+    }
+    if (!this.memo.same(block, frame)) {
+      this.stream = this.memo.remember(block, frame);
+      this.isMeta = isMetastream(this.stream);
+      this.changes.hashUser(this.stream);
+    }
+    if (this.isMeta) {
+      // Decoded in full: checked on its own first (the chunk's checksum is only known at the end).
+      if (!frameChecksumOk(block, frame, size)) throw corrupt(this.chunk, logicalOffset, 'checksum mismatch');
+      const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
+      if (record.type === RecordType.Prepare) this.changes.metadata(this.stream, prepareEventNumber(block, frame), this.timeChunk, record.data);
+    } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || prepareEventNumber(block, frame) === TOMBSTONE_EVENT_NUMBER) {
+      // A tombstone discards a whole stream: checked on its own like a metadata record.
+      if (!frameChecksumOk(block, frame, size)) throw corrupt(this.chunk, logicalOffset, 'checksum mismatch');
+      this.changes.tombstone(this.stream);
+    }
+    // Other records only feed weights and time ranges (estimates: execution decides on each
+    // record again, from bytes its own walk verifies), so the chunk's checksum is not taken here.
+  }
+
+  /** The time range of each logical chunk read. */
+  finish(): Map<number, { minMs: number; maxMs: number }> {
+    this.foldTimes();
+    this.timeChunk = -1;
+    return this.times;
+  }
+
+  private foldTimes(): void {
+    if (this.timeChunk < 0) return;
+    const t = this.times.get(this.timeChunk);
+    if (!t) this.times.set(this.timeChunk, { minMs: this.minMs, maxMs: this.maxMs });
+    else { t.minMs = Math.min(t.minMs, this.minMs); t.maxMs = Math.max(t.maxMs, this.maxMs); }
+  }
 }
 
 /**

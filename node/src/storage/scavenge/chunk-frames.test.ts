@@ -38,7 +38,7 @@ describe('forEachFrame', () => {
     const { chunk, positions } = completedChunk(5000);
     const seen: number[] = [];
     let blocks = 0;
-    await forEachFrame(chunk, (_b, _f, _s, logPosition) => { seen.push(logPosition); }, async () => { blocks++; });
+    await forEachFrame(chunk, (_b, _f, _s, logicalOffset) => { seen.push(chunk.startPosition + logicalOffset); }, async () => { blocks++; });
     expect(seen).toEqual(positions);
     expect(blocks).toBeGreaterThan(1);
   });
@@ -52,7 +52,7 @@ describe('forEachFrame', () => {
     expect(copy.removed).toBe(2);
     const scavenged = Chunk.open(file, true);
     const seen: number[] = [];
-    await forEachFrame(scavenged, (_b, _f, _s, logPosition) => { seen.push(logPosition); }, async () => {});
+    await forEachFrame(scavenged, (_b, _f, _s, logicalOffset) => { seen.push(scavenged.startPosition + logicalOffset); }, async () => {});
     expect(seen).toEqual(positions.filter((_, i) => i !== 2 && i !== 3));
   });
 

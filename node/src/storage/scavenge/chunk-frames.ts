@@ -20,8 +20,12 @@ import { crc32Combine } from './crc32-combine.js';
 
 const BLOCK_BYTES = 1024 * 1024;
 
-/** One frame: `block[frameOffset, frameOffset + frameSizeBytes)`; its payload starts at frameOffset + 8. */
-export type FrameVisitor = (block: Buffer, frameOffset: number, frameSizeBytes: number, logPosition: number) => void;
+/**
+ * One frame: `block[frameOffset, frameOffset + frameSizeBytes)`; its payload starts at
+ * frameOffset + 8. `logicalOffset` is its log position less the chunk's start position (a small
+ * integer, where a log position past 2 GiB would be a heap number for every frame).
+ */
+export type FrameVisitor = (block: Buffer, frameOffset: number, frameSizeBytes: number, logicalOffset: number) => void;
 
 /**
  * After a block's frames were visited: `block[0, usedBytes)` holds exactly those frames. May
@@ -65,7 +69,6 @@ async function walkFrames(
   const limit = chunk.physicalDataSizeBytes;
   const mapEntries = chunk.positionMapEntryCount;
   const mapped = chunk.header.isScavenged;
-  const start = chunk.startPosition;
   let buffer = scratch;
   let frames = 0;
   let physical = 0;
@@ -75,18 +78,18 @@ async function walkFrames(
     const n = block.length;
     let offset = 0;
     while (offset + RECORD_FRAME_OVERHEAD_BYTES <= n) {
-      const len = block.readUInt32LE(offset);
+      const len = u32At(block, offset);
       if (len === 0 || len > RECORD_SIZE_BYTES_MAX) throw corrupt(chunk, physical + offset, `bad frame length ${len}`);
       const size = len + RECORD_FRAME_OVERHEAD_BYTES;
       if (offset + size > n) break;
-      if (block.readUInt32LE(offset + size - 4) !== len) throw corrupt(chunk, physical + offset, 'trailing length mismatch');
+      if (u32At(block, offset + size - 4) !== len) throw corrupt(chunk, physical + offset, 'trailing length mismatch');
       let logical = physical + offset;
       if (mapped) {
         if (frames >= mapEntries || chunk.physicalOffsetOfMapEntry(frames) !== logical) throw corrupt(chunk, logical, 'frame not in the position map');
         logical = chunk.logicalOffsetOfMapEntry(frames);
       }
       frames++;
-      visit(block, offset, size, start + logical);
+      visit(block, offset, size, logical);
       offset += size;
     }
     if (offset === 0) {
@@ -104,6 +107,11 @@ async function walkFrames(
     await between();
   }
   return { dataCrc32: crc, frames };
+}
+
+/** Little-endian u32 read without Buffer's per-call offset validation (frames are bounds-checked here). */
+function u32At(b: Buffer, o: number): number {
+  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 0x1000000;
 }
 
 /** Checks one frame's own crc32 (for the few frames a visitor decodes in full). */

@@ -459,9 +459,10 @@ async function filterChunk(chunk: Chunk, out: FrameSink, rules: DiscardRules, be
   const ends: number[] = [];
   let runStart = -1;
   let runEnd = 0;
-  await forEachFrame(chunk, (block, frame, size, logPosition) => {
+  const start = chunk.startPosition;
+  await forEachFrame(chunk, (block, frame, size, logicalOffset) => {
     if (filter.keeps(block, frame)) {
-      out.mapFrame(logPosition, size);
+      out.mapFrame(start + logicalOffset, size);
       if (runStart < 0) runStart = frame;
       runEnd = frame + size;
     } else if (runStart >= 0) {
@@ -522,7 +523,8 @@ export async function mergeChunks(
     try {
       // Whole blocks are copied: merging keeps every frame, only the map needs each one.
       for (const chunk of group) {
-        await forEachFrame(chunk, (_block, _frame, size, logPosition) => writer.mapFrame(logPosition, size), async () => {
+        const start = chunk.startPosition;
+        await forEachFrame(chunk, (_block, _frame, size, logicalOffset) => writer.mapFrame(start + logicalOffset, size), async () => {
           await writer.drain();
           await pacer.yieldNow();
         }, (block, used) => writer.copy(block, 0, used));
