@@ -5,7 +5,8 @@
  * (an ArrayBuffer transfer, no copy; V8 copies into shared memory about ten times slower). This
  * thread seals the frames (a crc32 per record), advances the active chunk's running checksum (a
  * second pass over the bytes), copies them into the page cache with a positioned write and
- * fdatasyncs them: the raw disk's own loop, plus the checksums. Those passes over every byte
+ * starts their fdatasync (in libuv's pool, so it overlaps the next batch's write): the raw
+ * disk's own loop, plus the checksums. Those passes over every byte
  * were about a quarter of the main thread's time with 1 KiB events, and the main thread was the
  * bottleneck of batched appends; each fdatasync handed to libuv's pool also cost the main thread
  * a thread wake-up (100-300 µs on this VM). The main thread still moves writer.chk, and only

@@ -18,7 +18,8 @@ if (!port) throw new Error('log-writer-worker runs only as a worker thread');
 let crcToken = -1;
 let runningCrc: number | null = null;
 
-function handle(job: LogWriteJob): LogWriteReply {
+/** Seals, checksums and writes one batch (into the page cache); returns the checksum after it. */
+function write(job: LogWriteJob): number | null {
   const buf = Buffer.from(job.memory, job.offset, job.length);
   sealFrames(buf, 0, job.length);
   if (job.crcStart !== undefined) {
@@ -34,23 +35,29 @@ function handle(job: LogWriteJob): LogWriteReply {
     if (n === 0) throw new Error('write made no progress');
     done += n;
   }
-  try {
-    fs.fdatasyncSync(job.fd);
-  } catch (err: unknown) {
-    throw Object.assign(err as Error, { op: 'fdatasync' });
-  }
-  return { id: job.id, crc: runningCrc, memory: job.memory };
+  return runningCrc;
+}
+
+function fail(job: LogWriteJob, err: unknown, op: 'write' | 'fdatasync'): void {
+  const e = err as NodeJS.ErrnoException;
+  // The chunk's checksum state is unknown after a failure: the next write must restart it.
+  crcToken = -1;
+  port!.postMessage({ id: job.id, error: e.message ?? String(err), op, ...(e.code !== undefined ? { code: e.code } : {}) } satisfies LogWriteReply);
 }
 
 port.on('message', (job: LogWriteJob) => {
-  let reply: LogWriteReply;
+  let crc: number | null;
   try {
-    reply = handle(job);
+    crc = write(job);
   } catch (err: unknown) {
-    const e = err as NodeJS.ErrnoException & { op?: string };
-    // The chunk's checksum state is unknown after a failure: the next write must restart it.
-    crcToken = -1;
-    reply = { id: job.id, error: e.message ?? String(err), op: e.op === 'fdatasync' ? 'fdatasync' : 'write', ...(e.code !== undefined ? { code: e.code } : {}) };
+    fail(job, err, 'write');
+    return;
   }
-  port.postMessage(reply, 'memory' in reply ? [reply.memory] : []);
+  // The fdatasync runs in libuv's pool while this thread seals and writes the next batch: the
+  // flushes of consecutive batches overlap, as the disk allows. Each one is issued after its own
+  // batch's write, so it covers that batch.
+  fs.fdatasync(job.fd, (err) => {
+    if (err) fail(job, err, 'fdatasync');
+    else port!.postMessage({ id: job.id, crc, memory: job.memory } satisfies LogWriteReply, [job.memory]);
+  });
 });
