@@ -72,6 +72,23 @@ export interface StreamIndex {
    * throw. Optional member.
    */
   removeEntries?(keep: (entry: IndexEntry) => boolean, between?: () => Promise<void>): Promise<{ removedEntryCount: number }>;
+
+  /**
+   * `removeEntries` in two steps, so a scavenge can write the new table while its last chunk
+   * copies are still being made durable: the flush and the filtered merge happen now, but the
+   * index keeps serving (and changing) its current tables until `commit` puts the new table in
+   * their place; `abort` deletes it instead. Exactly one of the two must be called; level merges
+   * are held back until then. `commit` resolves false (and changes nothing) when the tables it
+   * merged were replaced meanwhile. Resolves undefined where this is not supported (in-memory
+   * index). Optional member.
+   */
+  prepareRemoveEntries?(keep: (entry: IndexEntry) => boolean, between?: () => Promise<void>): Promise<PreparedRemoval | undefined>;
+}
+
+export interface PreparedRemoval {
+  readonly removedEntryCount: number;
+  commit(): Promise<boolean>;
+  abort(): Promise<void>;
 }
 
 /** Computes a 64-bit stream hash; injectable so tests can force collisions. */

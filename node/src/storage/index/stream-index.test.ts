@@ -233,6 +233,69 @@ describe('PersistentStreamIndex.removeEntries', () => {
   });
 });
 
+describe('PersistentStreamIndex.prepareRemoveEntries', () => {
+  it('commit: the filtered table replaces the merged ones; tables flushed meanwhile stay; reopen agrees', async () => {
+    const index = await open({ maxMemTableSize: 7 });
+    const model: IndexEntry[] = [];
+    for (let position = 0; position < 100; position += 1) {
+      const added = entry(BigInt(position % 4), Math.floor(position / 4), position * 10);
+      model.push(added);
+      index.add([added], position * 10 + 10);
+    }
+    const keep = (e: IndexEntry): boolean => e.eventNumber >= 10 || e.streamHash === 3n;
+    const prepared = await index.prepareRemoveEntries(keep);
+    expect(prepared!.removedEntryCount).toBe(30);
+    // Until the commit, reads see everything, and adds (and their flushes) go on.
+    expect(index.getRange(0n, 0, Infinity)).toEqual(modelRange(model, 0n, 0, Infinity));
+    const later: IndexEntry[] = [];
+    for (let position = 100; position < 120; position += 1) {
+      const added = entry(BigInt(position % 4), Math.floor(position / 4), position * 10);
+      later.push(added);
+      index.add([added], position * 10 + 10);
+    }
+    await index.flush();
+    expect(await prepared!.commit()).toBe(true);
+    const expected = [...model.filter(keep), ...later];
+    for (let hash = 0n; hash < 4n; hash += 1n) {
+      expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(expected, hash, 0, Infinity));
+    }
+    await index.close();
+    opened.splice(opened.indexOf(index), 1);
+    const reopened = await open({ maxMemTableSize: 7 });
+    for (let hash = 0n; hash < 4n; hash += 1n) {
+      expect(reopened.getRange(hash, 0, Infinity)).toEqual(modelRange(expected, hash, 0, Infinity));
+    }
+  });
+
+  it('abort: nothing changes and the prepared table file is deleted; level merging resumes', async () => {
+    const index = await open({ maxMemTableSize: 4 });
+    const model: IndexEntry[] = [];
+    for (let position = 0; position < 40; position += 1) {
+      const added = entry(BigInt(position % 5), Math.floor(position / 5), position);
+      model.push(added);
+      index.add([added], position + 1);
+    }
+    await index.flush();
+    const filesBefore = (await readdir(directory)).sort();
+    const prepared = await index.prepareRemoveEntries(() => false);
+    expect(prepared!.removedEntryCount).toBe(40);
+    await prepared!.abort();
+    expect((await readdir(directory)).sort()).toEqual(filesBefore);
+    for (let hash = 0n; hash < 5n; hash += 1n) {
+      expect(index.getRange(hash, 0, Infinity)).toEqual(modelRange(model, hash, 0, Infinity));
+    }
+    for (let position = 40; position < 60; position += 1) index.add([entry(9n, position, position)], position + 1);
+    await index.flush();
+    const levels = index.tableLevels();
+    expect(new Set(levels).size).toBe(levels.length);
+  });
+
+  it('is not offered by an in-memory index', async () => {
+    const index = await open({ memOnly: true });
+    expect(await index.prepareRemoveEntries(() => true)).toBeUndefined();
+  });
+});
+
 describe('PersistentStreamIndex full merges', () => {
   it('rewrites every table in one merge: the flush before it does not cascade level merges', async () => {
     for (const run of ['removeEntries', 'mergeAll'] as const) {

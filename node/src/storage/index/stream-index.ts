@@ -32,7 +32,8 @@ import { mergeSortedChunks, type EncodedEntryFilter } from './ptable-merge.js';
 import { writePTable } from './ptable-writer.js';
 import { compareEntriesDescending, type RangeQuery } from './range-query.js';
 import { deleteIndexFiles, removeTableFiles } from './index-files.js';
-import type { IndexEntry, StreamHasher, StreamIndex } from './stream-index-port.js';
+import type { IndexEntry, PreparedRemoval, StreamHasher, StreamIndex } from './stream-index-port.js';
+import type { WrittenPTable } from './ptable-writer.js';
 
 /** Entries per chunk when writing or merging tables (1.5 MiB buffers). */
 const CHUNK_ENTRY_COUNT = 65_536;
@@ -198,6 +199,75 @@ export class PersistentStreamIndex implements StreamIndex {
     });
     await this.whenIdle();
     return { removedEntryCount };
+  }
+
+  async prepareRemoveEntries(
+    keep: (entry: IndexEntry) => boolean,
+    between?: () => Promise<void>,
+  ): Promise<PreparedRemoval | undefined> {
+    if (this.config.memOnly) return undefined;
+    // Level merges stay held back until commit or abort: they would replace the merged inputs.
+    this.fullMergesPending += 1;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.fullMergesPending -= 1;
+      if (this.fullMergesPending === 0 && this.mergeableLevel() !== undefined) this.kick();
+    };
+    try {
+      await this.flush();
+      const prepared = await this.enqueue(async () => {
+        const inputs = [...this.tables];
+        if (inputs.length === 0) return { inputs, level: 0, written: undefined, entryCountBefore: 0, startMs: performance.now() };
+        let entryCountBefore = 0;
+        for (const live of inputs) entryCountBefore += live.table.entryCount;
+        const level = Math.max(...inputs.map((live) => live.level));
+        const view = new EncodedEntryView();
+        const keepEncoded: EncodedEntryFilter = (words, entryIndex) => keep(view.at(words, entryIndex));
+        const startMs = performance.now();
+        const written = await this.writeMerged(inputs, keepEncoded, between);
+        return { inputs, level, written, entryCountBefore, startMs };
+      });
+      const { inputs, level, written, entryCountBefore, startMs } = prepared;
+      let settled = false;
+      const discard = async (): Promise<void> => {
+        if (written !== undefined) await removeTableFiles(this.config.directory, [written.fileName]);
+      };
+      return {
+        removedEntryCount: entryCountBefore - (written?.entryCount ?? 0),
+        commit: async () => {
+          assert(!settled, 'a prepared removal is committed or aborted once');
+          settled = true;
+          try {
+            const installed = await this.enqueue(async () => {
+              if (!inputs.every((live) => this.tables.includes(live))) {
+                await discard();
+                return false;
+              }
+              if (inputs.length > 0) await this.installMerged(inputs, level, written, startMs);
+              return true;
+            });
+            await this.whenIdle();
+            return installed;
+          } finally {
+            release();
+          }
+        },
+        abort: async () => {
+          assert(!settled, 'a prepared removal is committed or aborted once');
+          settled = true;
+          try {
+            await discard();
+          } finally {
+            release();
+          }
+        },
+      };
+    } catch (err: unknown) {
+      release();
+      throw err;
+    }
   }
 
   /**
@@ -421,6 +491,16 @@ export class PersistentStreamIndex implements StreamIndex {
   ): Promise<number> {
     assert(inputs.length >= (keep === undefined ? 2 : 1), 'a merge has enough inputs');
     const startMs = performance.now();
+    const written = await this.writeMerged(inputs, keep, between);
+    return this.installMerged(inputs, level, written, startMs);
+  }
+
+  /** Writes the merge of `inputs` as a new table file (undefined: no entry left); installs nothing. */
+  private async writeMerged(
+    inputs: readonly LiveTable[],
+    keep?: EncodedEntryFilter,
+    between?: () => Promise<void>,
+  ): Promise<WrittenPTable | undefined> {
     const pieceEntryCount = between ? PACED_CHUNK_ENTRY_COUNT : CHUNK_ENTRY_COUNT;
     let entryCountMax = 0;
     let hashCountMax = 0;
@@ -428,7 +508,7 @@ export class PersistentStreamIndex implements StreamIndex {
       entryCountMax += live.table.entryCount;
       hashCountMax += live.table.hashCount;
     }
-    const written = await writePTable({
+    return writePTable({
       directory: this.config.directory,
       entryCountMax,
       hashCountMax,
@@ -439,6 +519,15 @@ export class PersistentStreamIndex implements StreamIndex {
         keep,
       ), between),
     });
+  }
+
+  /** Puts a written merge in place of its inputs: the new set made durable, then the inputs deleted. */
+  private async installMerged(
+    inputs: readonly LiveTable[],
+    level: number,
+    written: WrittenPTable | undefined,
+    startMs: number,
+  ): Promise<number> {
     const remaining = this.tables.filter((live) => !inputs.includes(live));
     if (written !== undefined) {
       remaining.push({ level, table: PTable.fromWritten(this.config.directory, written) });

@@ -17,7 +17,8 @@ import type { BlockFile } from '../../platform/block-file.js';
 import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
-import { KeptPositions } from './kept-positions.js';
+import { KEPT_POSITIONS_BUDGET_BYTES, KeptPositions, type PendingCopy } from './kept-positions.js';
+import type { PreparedRemoval } from '../index/stream-index-port.js';
 import { crc32Combine } from './crc32-combine.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
 import { CHUNK_FOOTER_SIZE_BYTES, CHUNK_HEADER_SIZE_BYTES } from '../limits.js';
@@ -133,8 +134,15 @@ export interface ExecutionTotals {
   maxChunkScavenged: number;
 }
 
+/**
+ * Called (threads = 1) once every chunk has been read and filtered, while the last copies may
+ * still be on their way to disk: `pending` are the copies not yet swapped in.
+ */
+export type OnAllFiltered = (pending: PendingCopy[]) => void;
+
 export async function executeChunks(
-  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, run: { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener },
+  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint,
+  run: { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; onAllFiltered?: OnAllFiltered | undefined },
   pacer: ScavengePacer, totals: ExecutionTotals,
 ): Promise<void> {
   const rules = loadDiscardRules(state, point);
@@ -146,7 +154,10 @@ export async function executeChunks(
   }
 }
 
-type ExecutionRun = { scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; pool: ChunkRewritePool | undefined };
+type ExecutionRun = {
+  scavengeId: string; threads: number; doneLogicalChunkNumber: number | null; listener: ScavengeListener; pool: ChunkRewritePool | undefined;
+  onAllFiltered?: OnAllFiltered | undefined;
+};
 
 async function executeChunksWith(
   access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, run: ExecutionRun,
@@ -212,6 +223,8 @@ async function executeInThread(
   const merging = !access.disableMerging;
   let previous: Promise<void> = Promise.resolve();
   let group: OpenGroup | undefined;
+  /** Closed groups not yet swapped in. */
+  const unswapped = new Set<OpenGroup>();
   let keptShare = 1;
   const close = (): void => {
     const g = group;
@@ -235,10 +248,12 @@ async function executeInThread(
     })();
     durable.catch(() => {}); // awaited below
     const before = previous;
+    unswapped.add(g);
     previous = (async () => {
       await before;
       await durable;
       await completeGroup(access, state, g, run, totals);
+      unswapped.delete(g);
       for (const m of g.members) markDone(m.chunk);
     })();
     previous.catch(() => {}); // awaited below or by the next group
@@ -313,6 +328,11 @@ async function executeInThread(
     throw earlier instanceof FatalError ? earlier : err;
   }
   close();
+  run.onAllFiltered?.([...unswapped].map((g) => ({
+    chunkStartNumber: g.members[0]!.chunk.header.chunkStartNumber,
+    chunkEndNumber: g.members[g.members.length - 1]!.chunk.header.chunkEndNumber,
+    offsets: g.writer.keptLogicalOffsets(),
+  })));
   await previous;
 }
 
@@ -582,6 +602,35 @@ export async function executeIndex(access: ScavengeAccess, run: { scavengeId: st
     (entry) => kept.keeps(entry.logPosition),
     () => pacer.afterUnit(false),
   );
+  await reportIndexExecuted(access, run, removedEntryCount, startedMs);
+}
+
+/**
+ * The index stage started early (threads = 1, unthrottled): called when every chunk has been
+ * filtered, it writes the filtered index table while the last copies are made durable and
+ * swapped in; the caller commits it once execution (and merging) completed, or aborts it.
+ * Which records are gone is known by then: from the copies in `pending` (in memory) and the
+ * registry's scavenged chunks. Undefined when the index cannot do this.
+ */
+export function prepareIndexEarly(access: ScavengeAccess, pending: readonly PendingCopy[]): { startedMs: number; prepared: Promise<PreparedRemoval | undefined> } | undefined {
+  const prepare = access.index.prepareRemoveEntries;
+  if (!prepare) return undefined;
+  const startedMs = performance.now();
+  // Taken now, in one synchronous step: the swaps still to come are what `pending` describes.
+  const kept = KeptPositions.load(access.registry, access.chunkSizeBytes, KEPT_POSITIONS_BUDGET_BYTES, pending);
+  const prepared = prepare.call(
+    access.index,
+    (entry) => kept.keeps(entry.logPosition),
+    // Yield between pieces, so the copies' completions and swaps are not held up.
+    () => new Promise<void>((resolve) => setImmediate(resolve)),
+  );
+  prepared.catch(() => {}); // awaited by the caller
+  return { startedMs, prepared };
+}
+
+export async function reportIndexExecuted(
+  access: ScavengeAccess, run: { scavengeId: string; listener: ScavengeListener }, removedEntryCount: number, startedMs: number,
+): Promise<void> {
   const timeTakenMs = performance.now() - startedMs;
   access.log.info({ entriesDeleted: removedEntryCount, timeTakenMs: Math.round(timeTakenMs) }, 'index scavenged');
   await run.listener.indexExecuted({ scavengeId: run.scavengeId, timeTakenMs, entriesDeleted: removedEntryCount, entriesKept: -1 });

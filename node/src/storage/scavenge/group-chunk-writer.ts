@@ -124,6 +124,21 @@ export class GroupChunkWriter {
     if (this.outBytes >= FLUSH_BYTES) await this.startWrite();
   }
 
+  /**
+   * Logical offsets (from the start of chunk `chunkStartNumber`) of the records mapped so far,
+   * ascending: what the index stage needs of a copy not yet swapped in.
+   */
+  keptLogicalOffsets(): Float64Array {
+    const m = this.map;
+    const offsets = new Float64Array(this.mapCount);
+    for (let i = 0, at = 4; i < this.mapCount; i++, at += POSMAP_ENTRY_BYTES) {
+      const low = (m[at]! | (m[at + 1]! << 8) | (m[at + 2]! << 16)) + m[at + 3]! * 0x1000000;
+      const high = m[at + 4]! | (m[at + 5]! << 8) | (m[at + 6]! << 16) | (m[at + 7]! << 24);
+      offsets[i] = high * 0x100000000 + low;
+    }
+    return offsets;
+  }
+
   /** Remembers where the next source chunk's data starts (see `rollback`). */
   async mark(): Promise<void> {
     await this.startWrite();

@@ -23,6 +23,14 @@ const READ_ENTRIES = 128 * 1024;
 /** Default cap on the memory of the loaded maps. */
 export const KEPT_POSITIONS_BUDGET_BYTES = 64 * 1024 * 1024;
 
+/** A copy of chunks chunkStartNumber..chunkEndNumber, durable or about to be, not yet swapped in. */
+export interface PendingCopy {
+  readonly chunkStartNumber: number;
+  readonly chunkEndNumber: number;
+  /** Logical offsets (from the start of chunkStartNumber) of the records it keeps, ascending. */
+  readonly offsets: Float64Array;
+}
+
 interface LoadedMap {
   readonly startPosition: number;
   /** Logical offsets (from the chunk's start) of the kept records, ascending. */
@@ -38,12 +46,20 @@ export class KeptPositions {
   private readonly unloaded = new Set<number>();
   readonly loadedBytes: number;
 
-  private constructor(private readonly registry: ChunkRegistry, private readonly chunkSizeBytes: number, budgetBytes: number) {
+  private constructor(
+    private readonly registry: ChunkRegistry, private readonly chunkSizeBytes: number, budgetBytes: number, pending: readonly PendingCopy[],
+  ) {
+    for (const p of pending) {
+      const span = (p.chunkEndNumber - p.chunkStartNumber + 1) * chunkSizeBytes;
+      const map = withBuckets(p.chunkStartNumber * chunkSizeBytes, span, p.offsets);
+      for (let n = p.chunkStartNumber; n <= p.chunkEndNumber; n++) this.maps[n] = map;
+    }
     let used = 0;
     const seen = new Set<Chunk>();
     for (const chunk of registry.allChunks()) {
       if (seen.has(chunk) || !chunk.header.isScavenged || !chunk.isCompleted) continue;
       seen.add(chunk);
+      if (this.maps[chunk.header.chunkStartNumber] !== undefined) continue; // a pending copy replaces it
       const span = (chunk.header.chunkEndNumber - chunk.header.chunkStartNumber + 1) * chunkSizeBytes;
       const wide = span > 0xffffffff;
       const bytes = chunk.positionMapEntryCount * (wide ? 8 : 4) + (Math.ceil(span / BUCKET_BYTES) + 1) * 4;
@@ -58,8 +74,12 @@ export class KeptPositions {
     this.loadedBytes = used;
   }
 
-  static load(registry: ChunkRegistry, chunkSizeBytes: number, budgetBytes = KEPT_POSITIONS_BUDGET_BYTES): KeptPositions {
-    return new KeptPositions(registry, chunkSizeBytes, budgetBytes);
+  /**
+   * `pending`: copies written but not yet swapped in (the registry still has the chunks they
+   * replace); their kept offsets are taken from memory and win over the registry's chunks.
+   */
+  static load(registry: ChunkRegistry, chunkSizeBytes: number, budgetBytes = KEPT_POSITIONS_BUDGET_BYTES, pending: readonly PendingCopy[] = []): KeptPositions {
+    return new KeptPositions(registry, chunkSizeBytes, budgetBytes, pending);
   }
 
   /** False when `logPosition` is in a scavenged chunk that no longer holds a record there. */
@@ -103,6 +123,11 @@ function loadMap(chunk: Chunk, span: number, wide: boolean): LoadedMap {
   } finally {
     giveBackScratch(scratch);
   }
+  return withBuckets(chunk.startPosition, span, offsets);
+}
+
+function withBuckets(startPosition: number, span: number, offsets: Uint32Array | Float64Array): LoadedMap {
+  const count = offsets.length;
   const bucketCount = Math.ceil(span / BUCKET_BYTES);
   const buckets = new Uint32Array(bucketCount + 1);
   let i = 0;
@@ -111,5 +136,5 @@ function loadMap(chunk: Chunk, span: number, wide: boolean): LoadedMap {
     while (i < count && offsets[i]! < from) i++;
     buckets[b] = i;
   }
-  return { startPosition: chunk.startPosition, offsets, buckets };
+  return { startPosition, offsets, buckets };
 }

@@ -11,7 +11,10 @@
 import type { Logger } from 'pino';
 import { accumulate } from './accumulate.js';
 import { calculate } from './calculate.js';
-import { chunksInScope, chunkWeight, executeChunks, executeIndex, mergeChunks, type ExecutionTotals } from './execute.js';
+import {
+  chunksInScope, chunkWeight, executeChunks, executeIndex, mergeChunks, prepareIndexEarly, reportIndexExecuted, type ExecutionTotals,
+} from './execute.js';
+import type { PreparedRemoval } from '../index/stream-index-port.js';
 import { ScavengePacer, ScavengeStopped, type ScavengeAccess } from './scavenge-access.js';
 import type { ScavengeCheckpoint, ScavengeListener, ScavengeOutcome, ScavengeParams, ScavengePoint, ScavengeState } from './scavenge-types.js';
 import { FatalError } from '../../errors.js';
@@ -123,23 +126,44 @@ async function runStagesPaced(
     set({ stage: 'ExecutingChunks', scavengePoint: point, doneLogicalChunkNumber: null });
     stage = 'ExecutingChunks';
   }
-  if (stage === 'ExecutingChunks') {
-    const done = checkpoint.stage === 'ExecutingChunks' ? checkpoint.doneLogicalChunkNumber : null;
-    await executeChunks(access, state, point, { ...run, doneLogicalChunkNumber: done }, pacer, totals);
-    log.info({ executedChunks: totals.executedChunks, spaceSavedBytes: totals.spaceSavedBytes }, 'chunk execution done');
-    set({ stage: 'MergingChunks', scavengePoint: point });
-    stage = 'MergingChunks';
-  }
-  if (stage === 'MergingChunks') {
-    if (!access.disableMerging) await mergeChunks(access, point, run, pacer, totals);
-    set({ stage: 'ExecutingIndex', scavengePoint: point });
-    stage = 'ExecutingIndex';
-  }
-  if (stage === 'ExecutingIndex') {
-    pacer.checkStopped();
-    await executeIndex(access, run, pacer);
-    set({ stage: 'Cleaning', scavengePoint: point });
-    stage = 'Cleaning';
+  // With one thread and no throttle, the index stage writes its new table while the last chunk
+  // copies are made durable and swapped in; it is committed only after the checkpoint says
+  // execution and merging are done, and aborted (the table deleted) if the run ends earlier.
+  let early: { startedMs: number; prepared: Promise<PreparedRemoval | undefined> } | undefined;
+  let earlySettled = false;
+  try {
+    if (stage === 'ExecutingChunks') {
+      const done = checkpoint.stage === 'ExecutingChunks' ? checkpoint.doneLogicalChunkNumber : null;
+      const onAllFiltered = options.params.threads <= 1 && options.params.throttlePercent >= 100
+        ? (pending: Parameters<typeof prepareIndexEarly>[1]) => { early = prepareIndexEarly(access, pending); }
+        : undefined;
+      await executeChunks(access, state, point, { ...run, doneLogicalChunkNumber: done, onAllFiltered }, pacer, totals);
+      log.info({ executedChunks: totals.executedChunks, spaceSavedBytes: totals.spaceSavedBytes }, 'chunk execution done');
+      set({ stage: 'MergingChunks', scavengePoint: point });
+      stage = 'MergingChunks';
+    }
+    if (stage === 'MergingChunks') {
+      if (!access.disableMerging) await mergeChunks(access, point, run, pacer, totals);
+      set({ stage: 'ExecutingIndex', scavengePoint: point });
+      stage = 'ExecutingIndex';
+    }
+    if (stage === 'ExecutingIndex') {
+      pacer.checkStopped();
+      const prepared = early ? await early.prepared : undefined;
+      earlySettled = true;
+      if (prepared && early && (await prepared.commit())) {
+        await reportIndexExecuted(access, run, prepared.removedEntryCount, early.startedMs);
+      } else {
+        await executeIndex(access, run, pacer);
+      }
+      set({ stage: 'Cleaning', scavengePoint: point });
+      stage = 'Cleaning';
+    }
+  } finally {
+    if (early && !earlySettled) {
+      const prepared = await early.prepared.catch(() => undefined);
+      await prepared?.abort().catch((err: unknown) => log.warn({ err }, 'could not delete the index table prepared early'));
+    }
   }
   if (stage === 'Cleaning') {
     const leftover = chunksInScope(access, point).some((c) => chunkWeight(state, c) > 0);
