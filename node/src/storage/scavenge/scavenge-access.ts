@@ -44,6 +44,11 @@ export class ScavengePacer {
 
   constructor(private readonly signal: AbortSignal, private readonly throttlePercent: number) {}
 
+  /** True when the run rests between units (throttlePercent < 100). */
+  get throttled(): boolean {
+    return this.throttlePercent < 100;
+  }
+
   checkStopped(): void {
     if (this.signal.aborted) throw new ScavengeStopped();
   }
