@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import path from 'node:path';
 import { engineOptions, jsonEvent, openTestEngine, tempDir } from '../../../test/support/engine-fixture.js';
+import { RecordingListener } from '../../../test/support/scavenge-fixture.js';
 import { replayLogBytes, type ChunkExtent, type Engine } from './event-db.js';
 import type { AppendResult } from './event-db-types.js';
 
@@ -19,6 +20,14 @@ afterEach(async () => {
 type Outcome = 'ok' | 'wrong' | 'deleted';
 function outcome(r: AppendResult): Outcome {
   return r.kind === 'success' ? 'ok' : r.kind === 'wrong-expected-version' ? 'wrong' : 'deleted';
+}
+
+async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 async function readNumbers(db: Engine, stream: string): Promise<number[] | string> {
@@ -214,6 +223,24 @@ describe('durability and recovery', () => {
     engines.push(reopened);
     expect(((await readNumbers(reopened, 'p')) as number[]).length).toBe(80);
     expect(await reopened.append('p', 79, [jsonEvent('after')])).toMatchObject({ kind: 'success', firstEventNumber: 80 });
+  });
+
+  it('does not zero-fill the next chunk while a scavenge runs (the chunk its scavenge point starts)', async () => {
+    const dir = tempDir();
+    const options = engineOptions(dir, { chunkSizeBytes: 64 * 1024 });
+    const db = await openTestEngine(options);
+    engines.push(db);
+    for (let i = 0; i < 300; i++) await db.append('p', -2, [jsonEvent({ i, pad: 'z'.repeat(300) })]);
+    const temps = (): string[] => fs.readdirSync(options.dbPath).filter((f) => f.endsWith('.prealloc.tmp'));
+    // Small writes: the next chunk is being zero-filled.
+    await until(() => temps().length === 1);
+    const before = fs.readdirSync(options.dbPath).filter((f) => /^chunk-\d+\.\d+$/.test(f)).length;
+    const handle = db.startScavenge(crypto.randomUUID(), { threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
+    expect((await handle.done).result).toBe('Success');
+    // The scavenge point took the prepared file as its new chunk and nothing was prepared after it.
+    expect(fs.readdirSync(options.dbPath).filter((f) => /^chunk-\d+\.\d+$/.test(f)).length).toBe(before + 1);
+    expect(temps()).toEqual([]);
+    expect((await readNumbers(db, 'p') as number[]).length).toBe(300);
   });
 
   it('does not zero-fill the next chunk under bulk writes: files stay exactly as long as their contents', async () => {

@@ -680,6 +680,10 @@ export class Engine implements EventDb {
    * writes, where the zero-fill would double the bytes written and steal the second core.
    */
   wantsPreallocation(): boolean {
+    // Not while a scavenge runs: its scavenge point starts a chunk, and zero-filling the next one
+    // (256 MiB by default) competed with the scavenge's own copies for the disk (the scavenge of
+    // a 2 GB log took 0.3-0.65 s longer, almost all of it in execution).
+    if (this.runningScavenge !== undefined) return false;
     return this.flushStats.count === 0 || this.flushStats.recentMeanBytes < PREALLOCATE_FLUSH_BYTES_MAX;
   }
 
