@@ -11,6 +11,7 @@ import type * as EventDbModule from '../../node/src/storage/event-db.js';
 import type * as ChunkStorageModule from '../../node/src/storage/chunk/chunk-storage.js';
 import type { BlockFile } from '../../node/src/platform/block-file.js';
 import type { NewEvent } from '../../node/src/storage/event-db-types.js';
+import { decodeCheckpointFile } from '../../node/src/storage/format/checkpoint-file.js';
 import { engineOptions, quietLog, tempDir } from '../support/engine-fixture.js';
 
 const DIST = path.resolve('dist/node/src/storage');
@@ -43,6 +44,15 @@ describe('log writer thread', () => {
       }
     }));
     expect(fatal).toEqual([]);
+    // writer.chk is written on the thread too: when an append is acknowledged, the file already
+    // covers it (its commit record starts at commitPosition; the record is 32 bytes + framing).
+    for (let i = 0; i < 20; i++) {
+      const r = await db.append('chk', -2, [kibEvent('chk', i)]);
+      if (r.kind !== 'success') throw new Error(r.kind);
+      const slot = decodeCheckpointFile(fs.readFileSync(path.join(options.dbPath, 'writer.chk')));
+      expect(slot!.value).toBeGreaterThan(r.commitPosition);
+      expect(slot!.value).toBe(db.stats().writerCheckpoint);
+    }
     const chunks = fs.readdirSync(options.dbPath).filter((f) => f.startsWith('chunk-'));
     expect(chunks.length).toBeGreaterThan(10);
     await db.close();
@@ -59,6 +69,7 @@ describe('log writer thread', () => {
     }
     const all = await reopened.readAll(undefined, 10_000, 'forward');
     expect(all.events.filter((e) => e.stream.startsWith('kib-')).length).toBe(16 * 200);
+    expect((await reopened.readStream('chk', 0, 100, 'forward')).kind === 'success').toBe(true);
     await reopened.close();
     expect(fatal).toEqual([]);
 

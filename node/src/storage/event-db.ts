@@ -82,6 +82,8 @@ interface InflightBatch {
   readonly startedMs: number;
   /** Its data fsync finished. */
   durable: boolean;
+  /** writer.chk over it was written with its data (log writer thread), not by commitPipeline. */
+  readonly checkpointed: boolean;
 }
 
 /**
@@ -532,16 +534,21 @@ export class Engine implements EventDb {
     }
     assert(offset === batch.sizeBytes, `batch encoded ${offset} bytes, planned ${batch.sizeBytes}`);
     let durable: Promise<void> = Promise.resolve();
+    let checkpointed = false;
     if (offset > 0) {
       const active = this.registry.active;
       assert(active.startPosition + active.physicalDataSizeBytes === this.writerPos, 'active chunk end matches the writer position');
-      durable = active.appendDurably(buf, thread).catch((err: unknown) => {
+      // With the thread, writer.chk over this batch is written there too, right after its data is
+      // durable: no hop back to this thread and out to libuv's pool on the commit path.
+      const handover = thread ? this.checkpoints.writer.reserve?.(this.writerPos + offset) : undefined;
+      checkpointed = handover !== undefined;
+      durable = active.appendDurably(buf, thread, handover).then(() => handover?.landed()).catch((err: unknown) => {
         throw err instanceof FatalError ? err : new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
       });
       this.writerPos += offset;
     }
     const inflight: InflightBatch = {
-      ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: this.writerPos, sizeBytes: offset, startedMs, durable: false,
+      ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: this.writerPos, sizeBytes: offset, startedMs, durable: false, checkpointed,
     };
     this.pipeline.push(inflight);
     durable.then(
@@ -567,7 +574,7 @@ export class Engine implements EventDb {
         while (n < this.pipeline.length && this.pipeline[n]!.durable) n++;
         const batches = this.pipeline.slice(0, n);
         const end = batches[n - 1]!.endPosition;
-        if (batches.some((b) => b.sizeBytes > 0)) {
+        if (batches.some((b) => b.sizeBytes > 0 && !b.checkpointed)) {
           // Ordered after any rollover checkpoint write.
           await this.checkpointTail;
           await this.checkpoints.writer.write(end);

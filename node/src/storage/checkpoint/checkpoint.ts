@@ -15,7 +15,22 @@ export interface Checkpoint {
   readonly name: string;
   read(): number;
   write(value: number): Promise<void>;
+  /**
+   * Hands the next write of `value` to another thread (the log writer): the slot bytes and where
+   * they go, with the sequence taken now. Undefined when this checkpoint has no file descriptor.
+   */
+  reserve?(value: number): CheckpointHandover | undefined;
   close(): Promise<void>;
+}
+
+/** A checkpoint write made by another thread through the file's descriptor. */
+export interface CheckpointHandover {
+  readonly path: string;
+  readonly fd: number;
+  readonly position: number;
+  readonly bytes: Buffer;
+  /** Records the value once the other thread has written and fdatasynced the slot. */
+  landed(): void;
 }
 
 export class MemoryCheckpoint implements Checkpoint {
@@ -62,9 +77,30 @@ export class FileCheckpoint implements Checkpoint {
 
   /** Writes are serialised: a later write never overtakes an earlier one. */
   write(value: number): Promise<void> {
-    const next = this.tail.then(() => this.writeNow(value));
+    this.queuedWrites += 1;
+    const next = this.tail.then(() => this.writeNow(value)).finally(() => { this.queuedWrites -= 1; });
     this.tail = next.catch(() => undefined);
     return next;
+  }
+
+  private queuedWrites = 0;
+
+  /**
+   * The sequence is taken at once, so handed-over writes must be made in the order reserved and
+   * none skipped (the log writer thread makes them in job order; any failure stops the node). A
+   * skipped sequence could leave, after a torn write, only a slot older than the last value
+   * acknowledged. Never while a `write` of this checkpoint is queued.
+   */
+  reserve(value: number): CheckpointHandover | undefined {
+    const fd = this.file.fd;
+    if (fd === undefined) return undefined;
+    if (this.queuedWrites > 0) throw new FatalError('EDB_INVARIANT', `checkpoint ${this.file.path} handed over while a write of it is queued`);
+    const sequence = (this.sequence + 1) >>> 0;
+    this.sequence = sequence;
+    return {
+      path: this.file.path, fd, position: checkpointSlotOffset(sequence), bytes: encodeCheckpointSlot({ sequence, value }),
+      landed: () => { this.value = value; },
+    };
   }
 
   private tail: Promise<void> = Promise.resolve();

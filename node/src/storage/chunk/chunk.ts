@@ -17,6 +17,7 @@ import {
 } from '../format/chunk-header.js';
 import { decodeFrame, sealFrames, type FrameResult } from '../format/record.js';
 import type { LogWriterThread } from '../writer/log-writer-thread.js';
+import type { CheckpointHandover } from '../checkpoint/checkpoint.js';
 import { FatalError } from '../../errors.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import { giveBackScratch, takeScratch } from './scratch-buffers.js';
@@ -230,11 +231,12 @@ export class Chunk {
    * once, so the writer can append the next batch while this one is written and flushed.
    *
    * With a log writer thread, sealing, the running checksum, the write and the fdatasync happen
-   * there, in order (`bytes` must come from its takeBuffer and moves to it). Without one, the
+   * there, in order (`bytes` must come from its takeBuffer and moves to it), followed by the
+   * write and fdatasync of `checkpoint` (the batch's writer.chk slot) when given. Without one, the
    * bytes are sealed, checksummed and in the page cache before this returns (the caller may
    * reuse them), and the fdatasync runs in libuv's pool.
    */
-  appendDurably(bytes: Buffer, thread?: LogWriterThread): Promise<void> {
+  appendDurably(bytes: Buffer, thread?: LogWriterThread, checkpoint?: CheckpointHandover): Promise<void> {
     if (this.isCompleted) return Promise.reject(new FatalError('EDB_INVARIANT', `append to completed chunk ${this.file.path}`));
     const position = CHUNK_HEADER_SIZE_BYTES + this.dataSizeBytes;
     const fd = this.file.fd;
@@ -243,13 +245,18 @@ export class Chunk {
       this.threadStarted = true;
       const length = bytes.length;
       this.dataSizeBytes += length;
-      return thread.write(bytes, { fd, position, crcToken: this.crcToken, ...(first ? { crcStart: this.runningCrc ?? null } : {}) }).then(
+      return thread.write(bytes, {
+        fd, position, crcToken: this.crcToken, ...(first ? { crcStart: this.runningCrc ?? null } : {}),
+        ...(checkpoint ? { checkpoint: { fd: checkpoint.fd, position: checkpoint.position, bytes: checkpoint.bytes } } : {}),
+      }).then(
         (crc) => {
           this.file.noteWritten(position, length);
           if (crc !== null) this.runningCrc = crc;
         },
         (err: unknown) => {
-          if ((err as { op?: string }).op === 'fdatasync') throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${this.file.path} failed`, { cause: err });
+          const op = (err as { op?: string }).op;
+          if (op === 'fdatasync') throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${this.file.path} failed`, { cause: err });
+          if (op === 'checkpoint') throw new FatalError('EDB_FSYNC_FAILED', `write or fsync of checkpoint ${checkpoint?.path} failed`, { cause: err });
           throw err;
         },
       );

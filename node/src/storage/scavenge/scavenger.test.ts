@@ -35,8 +35,9 @@ async function streamNumbers(db: Engine, stream: string): Promise<number[] | str
   return r.kind === 'success' ? r.events.map((e) => e.eventNumber) : r.kind;
 }
 
+/** Chunk files proper (not a next chunk being zero-filled, `*.prealloc.tmp`). */
 function chunkFiles(dir: string): string[] {
-  return fs.readdirSync(path.join(dir, 'db')).filter((f) => f.startsWith('chunk-')).sort();
+  return fs.readdirSync(path.join(dir, 'db')).filter((f) => /^chunk-\d{6}\.\d{6}$/.test(f)).sort();
 }
 
 describe('scavenge removals', () => {

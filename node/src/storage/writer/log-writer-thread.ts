@@ -4,13 +4,15 @@
  * The main thread decides and encodes each group-commit batch into a buffer it then hands over
  * (an ArrayBuffer transfer, no copy; V8 copies into shared memory about ten times slower). This
  * thread seals the frames (a crc32 per record), advances the active chunk's running checksum (a
- * second pass over the bytes), copies them into the page cache with a positioned write and
- * starts their fdatasync (in libuv's pool, so it overlaps the next batch's write): the raw
- * disk's own loop, plus the checksums. Those passes over every byte
+ * second pass over the bytes), copies them into the page cache with a positioned write,
+ * fdatasyncs them, then writes and fdatasyncs the batch's writer.chk slot: the raw disk's own
+ * loop, plus the checksums and the checkpoint. Those passes over every byte
  * were about a quarter of the main thread's time with 1 KiB events, and the main thread was the
  * bottleneck of batched appends; each fdatasync handed to libuv's pool also cost the main thread
- * a thread wake-up (100-300 µs on this VM). The main thread still moves writer.chk, and only
- * after the data is durable; a failed write or fdatasync stops the node as before.
+ * a thread wake-up (100-300 µs on this VM). writer.chk is written here, after the data is
+ * durable, because with small batches every hop between threads lengthens the round trip
+ * (64 single-event writers: +25-35% with the checkpoint here). A failed write or fdatasync
+ * stops the node as before.
  *
  * Jobs are handled strictly in order (one thread, one queue), so the running checksum sees the
  * bytes in log order. Only for chunk files with a descriptor (not --mem-db), and only when the
@@ -37,11 +39,16 @@ export interface LogWriteJob {
    * chunk keeps no running checksum (it is computed from the file when the chunk completes).
    */
   readonly crcStart?: number | null;
+  /** A checkpoint slot to write and fdatasync once the data is durable (writer.chk). */
+  readonly checkpoint?: { readonly fd: number; readonly position: number; readonly bytes: Uint8Array };
 }
 
 export type LogWriteReply =
   | { readonly id: number; readonly crc: number | null; readonly memory: ArrayBuffer }
-  | { readonly id: number; readonly error: string; readonly op: 'write' | 'fdatasync'; readonly code?: string };
+  | { readonly id: number; readonly error: string; readonly op: LogWriteOp; readonly code?: string };
+
+/** What failed: the data's write or fdatasync, or the checkpoint's write + fdatasync. */
+export type LogWriteOp = 'write' | 'fdatasync' | 'checkpoint';
 
 export type LogWriteRequest = Omit<LogWriteJob, 'id' | 'memory' | 'offset' | 'length'>;
 
@@ -99,7 +106,7 @@ export class LogWriterThread {
    * Seals, writes and fdatasyncs `bytes`, a view of a buffer from takeBuffer. The buffer moves to
    * the thread: it is empty (detached) here from now on. Resolves, once the bytes are durable,
    * with the chunk's running checksum after them. A rejection carries `op`: 'write' or
-   * 'fdatasync'.
+   * 'fdatasync' or 'checkpoint'.
    */
   write(bytes: Buffer, request: LogWriteRequest): Promise<number | null> {
     if (this.dead) return Promise.reject(this.dead);

@@ -1,15 +1,15 @@
 /**
  * Entry of the log writer thread (see log-writer-thread.ts). For each batch the main thread
- * encoded and handed over, it seals the frames (fills every record's crc32), advances the active
- * chunk's running checksum, writes the bytes at their position through the chunk's file
- * descriptor and fdatasyncs them, then hands the buffer back. A failure is reported, never
- * retried; the main thread stops the node.
+ * encoded and handed over, in order: seal the frames (fill every record's crc32), advance the
+ * active chunk's running checksum, write the bytes at their position through the chunk's file
+ * descriptor, fdatasync, then write and fdatasync the batch's writer.chk slot, and hand the
+ * buffer back. A failure is reported, never retried; the main thread stops the node.
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import { sealFrames } from '../format/record.js';
-import type { LogWriteJob, LogWriteReply } from './log-writer-thread.js';
+import type { LogWriteJob, LogWriteOp, LogWriteReply } from './log-writer-thread.js';
 
 const port = parentPort;
 if (!port) throw new Error('log-writer-worker runs only as a worker thread');
@@ -18,8 +18,11 @@ if (!port) throw new Error('log-writer-worker runs only as a worker thread');
 let crcToken = -1;
 let runningCrc: number | null = null;
 
-/** Seals, checksums and writes one batch (into the page cache); returns the checksum after it. */
-function write(job: LogWriteJob): number | null {
+/**
+ * Seals, checksums, writes and fdatasyncs one batch, then writes and fdatasyncs its checkpoint
+ * slot; returns the chunk's checksum after the batch.
+ */
+function handle(job: LogWriteJob): number | null {
   const buf = Buffer.from(job.memory, job.offset, job.length);
   sealFrames(buf, 0, job.length);
   if (job.crcStart !== undefined) {
@@ -29,35 +32,41 @@ function write(job: LogWriteJob): number | null {
     throw new Error(`first write of chunk token ${job.crcToken} carries no starting checksum`);
   }
   if (runningCrc !== null) runningCrc = crc32(buf, runningCrc);
-  let done = 0;
-  while (done < job.length) {
-    const n = fs.writeSync(job.fd, buf, done, job.length - done, job.position + done);
-    if (n === 0) throw new Error('write made no progress');
-    done += n;
+  writeAll(job.fd, buf, job.position);
+  try {
+    fs.fdatasyncSync(job.fd);
+  } catch (err: unknown) {
+    throw Object.assign(err as Error, { op: 'fdatasync' });
+  }
+  if (job.checkpoint) {
+    try {
+      writeAll(job.checkpoint.fd, job.checkpoint.bytes, job.checkpoint.position);
+      fs.fdatasyncSync(job.checkpoint.fd);
+    } catch (err: unknown) {
+      throw Object.assign(err as Error, { op: 'checkpoint' });
+    }
   }
   return runningCrc;
 }
 
-function fail(job: LogWriteJob, err: unknown, op: 'write' | 'fdatasync'): void {
-  const e = err as NodeJS.ErrnoException;
-  // The chunk's checksum state is unknown after a failure: the next write must restart it.
-  crcToken = -1;
-  port!.postMessage({ id: job.id, error: e.message ?? String(err), op, ...(e.code !== undefined ? { code: e.code } : {}) } satisfies LogWriteReply);
+function writeAll(fd: number, bytes: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < bytes.length) {
+    const n = fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
+    if (n === 0) throw new Error('write made no progress');
+    done += n;
+  }
 }
 
 port.on('message', (job: LogWriteJob) => {
-  let crc: number | null;
+  let reply: LogWriteReply;
   try {
-    crc = write(job);
+    reply = { id: job.id, crc: handle(job), memory: job.memory };
   } catch (err: unknown) {
-    fail(job, err, 'write');
-    return;
+    const e = err as NodeJS.ErrnoException & { op?: LogWriteOp };
+    // The chunk's checksum state is unknown after a failure: the next write must restart it.
+    crcToken = -1;
+    reply = { id: job.id, error: e.message ?? String(err), op: e.op ?? 'write', ...(e.code !== undefined ? { code: e.code } : {}) };
   }
-  // The fdatasync runs in libuv's pool while this thread seals and writes the next batch: the
-  // flushes of consecutive batches overlap, as the disk allows. Each one is issued after its own
-  // batch's write, so it covers that batch.
-  fs.fdatasync(job.fd, (err) => {
-    if (err) fail(job, err, 'fdatasync');
-    else port!.postMessage({ id: job.id, crc, memory: job.memory } satisfies LogWriteReply, [job.memory]);
-  });
+  port.postMessage(reply, 'memory' in reply ? [reply.memory] : []);
 });
