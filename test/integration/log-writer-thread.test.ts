@@ -122,4 +122,28 @@ describe('log writer thread', () => {
     expect(r.kind === 'success' && r.events.map((e) => e.eventId)).toEqual([acked.eventId]);
     await reopened.close();
   });
+
+  it('a log writer thread that dies stops the engine instead of leaving appends hanging', async () => {
+    const dir = tempDir('edb-lwt-exit-');
+    const options = engineOptions(dir);
+    const fatal: Error[] = [];
+    const db = await openEngine(options, { log: quietLog, onFatal: (e) => { fatal.push(e); } });
+    const acked = kibEvent('s', 0);
+    expect(await db.append('s', -1, [acked])).toMatchObject({ kind: 'success' });
+    // The thread goes away as it would on an out-of-memory abort inside it.
+    const thread = (db as unknown as { writerThread: { worker: { terminate(): Promise<number> } } }).writerThread;
+    await thread.worker.terminate();
+    const settled = await Promise.race([
+      db.append('s', 0, [kibEvent('s', 1)]).then(() => 'acknowledged', (e: Error) => `rejected: ${e.message}`),
+      new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 5000)),
+    ]);
+    expect(settled).toMatch(/^rejected: write to .*chunk-000000\.000000 failed/);
+    expect(fatal).toHaveLength(1);
+    expect(String((fatal[0] as Error & { cause?: Error }).cause?.message)).toMatch(/log writer thread exited/);
+    await db.close().catch(() => undefined);
+    const reopened = await openEngine(options, { log: quietLog, onFatal: (e) => { throw e; } });
+    const r = await reopened.readStream('s', 0, 10, 'forward');
+    expect(r.kind === 'success' && r.events.map((e) => e.eventId)).toEqual([acked.eventId]);
+    await reopened.close();
+  });
 });
