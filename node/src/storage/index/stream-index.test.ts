@@ -55,6 +55,20 @@ function entry(streamHash: bigint, eventNumber: number, logPosition: number): In
   return { streamHash, eventNumber, logPosition };
 }
 
+/**
+ * Adds `count` entries, one per write, round-robin over the hashes 0..streams-1, `spacing` log
+ * bytes apart; returns them (the model the index must agree with).
+ */
+function addRoundRobin(index: PersistentStreamIndex, count: number, streams: number, spacing: number): IndexEntry[] {
+  const model: IndexEntry[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const added = entry(BigInt(i % streams), Math.floor(i / streams), i * spacing);
+    model.push(added);
+    index.add([added], i * spacing + spacing);
+  }
+  return model;
+}
+
 describe('PersistentStreamIndex', () => {
   it('keeps all entries of two streams that share a hash, in memory and in tables', async () => {
     const hasher = (name: string): bigint => (name.startsWith('shared') ? 42n : 7n);
@@ -181,12 +195,7 @@ describe('PersistentStreamIndex', () => {
 
   it('does not lose entries when memtables fill faster than they flush', async () => {
     const index = await open({ maxMemTableSize: 10 });
-    const model: IndexEntry[] = [];
-    for (let position = 0; position < 400; position += 1) {
-      const added = entry(BigInt(position % 3), Math.floor(position / 3), position);
-      model.push(added);
-      index.add([added], position + 1);
-    }
+    const model = addRoundRobin(index, 400, 3, 1);
     expect(index.stats().frozenMemTableCount).toBeGreaterThan(1);
     for (let hash = 0n; hash < 3n; hash += 1n) {
       const all = modelRange(model, hash, 0, Infinity);
@@ -209,12 +218,7 @@ describe('PersistentStreamIndex.removeEntries', () => {
   it('rewrites the tables without the rejected entries, and keeps later adds', async () => {
     for (const memOnly of [false, true]) {
       const index = await open({ maxMemTableSize: 7, memOnly });
-      const model: IndexEntry[] = [];
-      for (let position = 0; position < 100; position += 1) {
-        const added = entry(BigInt(position % 4), Math.floor(position / 4), position * 10);
-        model.push(added);
-        index.add([added], position * 10 + 10);
-      }
+      const model = addRoundRobin(index, 100, 4, 10);
       const keep = (e: IndexEntry): boolean => e.eventNumber >= 10 || e.streamHash === 3n;
       const { removedEntryCount } = await index.removeEntries(keep);
       expect(removedEntryCount).toBe(30);
@@ -236,12 +240,7 @@ describe('PersistentStreamIndex.removeEntries', () => {
 describe('PersistentStreamIndex.prepareRemoveEntries', () => {
   it('commit: the filtered table replaces the merged ones; tables flushed meanwhile stay; reopen agrees', async () => {
     const index = await open({ maxMemTableSize: 7 });
-    const model: IndexEntry[] = [];
-    for (let position = 0; position < 100; position += 1) {
-      const added = entry(BigInt(position % 4), Math.floor(position / 4), position * 10);
-      model.push(added);
-      index.add([added], position * 10 + 10);
-    }
+    const model = addRoundRobin(index, 100, 4, 10);
     const keep = (e: IndexEntry): boolean => e.eventNumber >= 10 || e.streamHash === 3n;
     const prepared = await index.prepareRemoveEntries(keep);
     expect(prepared!.removedEntryCount).toBe(30);
@@ -269,12 +268,7 @@ describe('PersistentStreamIndex.prepareRemoveEntries', () => {
 
   it('abort: nothing changes and the prepared table file is deleted; level merging resumes', async () => {
     const index = await open({ maxMemTableSize: 4 });
-    const model: IndexEntry[] = [];
-    for (let position = 0; position < 40; position += 1) {
-      const added = entry(BigInt(position % 5), Math.floor(position / 5), position);
-      model.push(added);
-      index.add([added], position + 1);
-    }
+    const model = addRoundRobin(index, 40, 5, 1);
     await index.flush();
     const filesBefore = (await readdir(directory)).sort();
     const prepared = await index.prepareRemoveEntries(() => false);
