@@ -165,12 +165,7 @@ class MemoryScavengeState implements ScavengeState {
   }
 
   getOriginals(streams: readonly string[]): Map<string, OriginalStreamData> {
-    const found = new Map<string, OriginalStreamData>();
-    for (const stream of streams) {
-      const data = this.getOriginal(stream);
-      if (data !== undefined) found.set(stream, data);
-    }
-    return found;
+    return foundByKey(streams, (stream) => this.getOriginal(stream));
   }
 
   setOriginals(data: readonly OriginalStreamData[]): void {
@@ -235,12 +230,7 @@ class MemoryScavengeState implements ScavengeState {
   }
 
   getMetas(metastreams: readonly string[]): Map<string, MetastreamData> {
-    const found = new Map<string, MetastreamData>();
-    for (const metastream of metastreams) {
-      const data = this.getMeta(metastream);
-      if (data !== undefined) found.set(metastream, data);
-    }
-    return found;
+    return foundByKey(metastreams, (metastream) => this.getMeta(metastream));
   }
 
   setMetas(data: readonly MetastreamData[]): void {
@@ -371,4 +361,14 @@ class MemoryScavengeState implements ScavengeState {
       this.transactionState.undoLog.push(() => map.delete(key));
     }
   }
+}
+
+/** The values `get` finds for `keys`, by key; keys without one are left out. */
+function foundByKey<T>(keys: readonly string[], get: (key: string) => T | undefined): Map<string, T> {
+  const found = new Map<string, T>();
+  for (const key of keys) {
+    const value = get(key);
+    if (value !== undefined) found.set(key, value);
+  }
+  return found;
 }

@@ -253,34 +253,15 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   setOriginal(data: OriginalStreamData): void {
-    assertOriginal(data);
-    this.run('originalSet', [
-      data.stream,
-      data.isTombstoned ? 1 : 0,
-      data.maxAgeSeconds,
-      data.maxCount,
-      data.truncateBefore,
-      data.discardPoint,
-      data.maybeDiscardPoint,
-      data.lastEventNumber,
-      STATUS_CODES[data.status],
-    ]);
+    this.run('originalSet', originalRow(data));
   }
 
   getOriginals(streams: readonly string[]): Map<string, OriginalStreamData> {
-    const found = new Map<string, OriginalStreamData>();
-    for (const row of this.bulkRead('originalsGet', streams)) {
-      const data = this.decodeOriginal(row);
-      found.set(data.stream, data);
-    }
-    return found;
+    return new Map(this.bulkRead('originalsGet', streams).map((row) => this.decodeOriginal(row)).map((d) => [d.stream, d]));
   }
 
   setOriginals(data: readonly OriginalStreamData[]): void {
-    this.bulkWrite('originalsSet', data.map((d) => {
-      assertOriginal(d);
-      return [d.stream, d.isTombstoned ? 1 : 0, d.maxAgeSeconds, d.maxCount, d.truncateBefore, d.discardPoint, d.maybeDiscardPoint, d.lastEventNumber, STATUS_CODES[d.status]];
-    }));
+    this.bulkWrite('originalsSet', data.map(originalRow));
   }
 
   activeOriginals(afterStream: string | null, limit: number): OriginalStreamData[] {
@@ -302,25 +283,15 @@ class SqliteScavengeState implements ScavengeState {
   }
 
   setMeta(data: MetastreamData): void {
-    assertMeta(data);
-    const tombstoned = data.isTombstoned ? 1 : 0;
-    this.run('metaSet', [data.metastream, tombstoned, data.discardPoint, data.lastRecordChunk]);
+    this.run('metaSet', metaRow(data));
   }
 
   getMetas(metastreams: readonly string[]): Map<string, MetastreamData> {
-    const found = new Map<string, MetastreamData>();
-    for (const row of this.bulkRead('metasGet', metastreams)) {
-      const data = this.decodeMeta(row);
-      found.set(data.metastream, data);
-    }
-    return found;
+    return new Map(this.bulkRead('metasGet', metastreams).map((row) => this.decodeMeta(row)).map((d) => [d.metastream, d]));
   }
 
   setMetas(data: readonly MetastreamData[]): void {
-    this.bulkWrite('metasSet', data.map((d) => {
-      assertMeta(d);
-      return [d.metastream, d.isTombstoned ? 1 : 0, d.discardPoint, d.lastRecordChunk];
-    }));
+    this.bulkWrite('metasSet', data.map(metaRow));
   }
 
   allMetas(): Iterable<MetastreamData> {
@@ -557,6 +528,18 @@ class SqliteScavengeState implements ScavengeState {
       { cause: err, details: { path: this.path } },
     );
   }
+}
+
+/** The parameters of originalSet / originalsSet (one row), after checking the data. */
+function originalRow(d: OriginalStreamData): Array<string | number | null> {
+  assertOriginal(d);
+  return [d.stream, d.isTombstoned ? 1 : 0, d.maxAgeSeconds, d.maxCount, d.truncateBefore, d.discardPoint, d.maybeDiscardPoint, d.lastEventNumber, STATUS_CODES[d.status]];
+}
+
+/** The parameters of metaSet / metasSet (one row), after checking the data. */
+function metaRow(d: MetastreamData): Array<string | number | null> {
+  assertMeta(d);
+  return [d.metastream, d.isTombstoned ? 1 : 0, d.discardPoint, d.lastRecordChunk];
 }
 
 function decodeOriginal(row: Row): OriginalStreamData {
