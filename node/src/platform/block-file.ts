@@ -104,12 +104,7 @@ export class NodeBlockFile implements BlockFile {
   }
 
   writeSync(buf: Uint8Array, position: number): void {
-    let done = 0;
-    while (done < buf.length) {
-      const n = fs.writeSync(this.fd, buf, done, buf.length - done, position + done);
-      if (n === 0) throw new Error(`write to ${this.path} made no progress`);
-      done += n;
-    }
+    writeAllSync(this.fd, buf, position, this.path);
     this.size = Math.max(this.size, position + buf.length);
     ioCounters.writtenBytes += buf.length;
     ioCounters.writeOps += 1;
@@ -132,6 +127,16 @@ export class NodeBlockFile implements BlockFile {
 
   close(): Promise<void> {
     return new Promise((resolve, reject) => fs.close(this.fd, (err) => (err ? reject(err) : resolve())));
+  }
+}
+
+/** Positioned write of all of `buf`, looping over partial writes (`what` names the file in errors). */
+export function writeAllSync(fd: number, buf: Uint8Array, position: number, what: string): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = fs.writeSync(fd, buf, done, buf.length - done, position + done);
+    if (n === 0) throw new Error(`write to ${what} made no progress`);
+    done += n;
   }
 }
 

@@ -255,7 +255,7 @@ export class Chunk {
         },
         (err: unknown) => {
           const op = (err as { op?: string }).op;
-          if (op === 'fdatasync') throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${this.file.path} failed`, { cause: err });
+          if (op === 'fdatasync') throw fsyncFailed(this.file, err);
           if (op === 'checkpoint') throw new FatalError('EDB_FSYNC_FAILED', `write or fsync of checkpoint ${checkpoint?.path} failed`, { cause: err });
           throw err;
         },
@@ -326,8 +326,13 @@ async function syncOrDie(file: BlockFile): Promise<void> {
   try {
     await file.sync();
   } catch (err: unknown) {
-    throw new FatalError('EDB_FSYNC_FAILED', `fsync of ${file.path} failed`, { cause: err });
+    throw fsyncFailed(file, err);
   }
+}
+
+/** A failed fsync of a chunk file (here or on the log writer thread): fatal, never retried. */
+function fsyncFailed(file: BlockFile, cause: unknown): FatalError {
+  return new FatalError('EDB_FSYNC_FAILED', `fsync of ${file.path} failed`, { cause });
 }
 
 function corrupt(file: BlockFile, reason: string): FatalError {

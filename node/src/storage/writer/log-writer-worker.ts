@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import { sealFrames } from '../format/record.js';
+import { writeAllSync } from '../../platform/block-file.js';
 import type { LogWriteJob, LogWriteOp, LogWriteReply } from './log-writer-thread.js';
 
 const port = parentPort;
@@ -32,7 +33,7 @@ function handle(job: LogWriteJob): number | null {
     throw new Error(`first write of chunk token ${job.crcToken} carries no starting checksum`);
   }
   if (runningCrc !== null) runningCrc = crc32(buf, runningCrc);
-  writeAll(job.fd, buf, job.position);
+  writeAllSync(job.fd, buf, job.position, 'the active chunk');
   try {
     fs.fdatasyncSync(job.fd);
   } catch (err: unknown) {
@@ -40,22 +41,13 @@ function handle(job: LogWriteJob): number | null {
   }
   if (job.checkpoint) {
     try {
-      writeAll(job.checkpoint.fd, job.checkpoint.bytes, job.checkpoint.position);
+      writeAllSync(job.checkpoint.fd, job.checkpoint.bytes, job.checkpoint.position, 'writer.chk');
       fs.fdatasyncSync(job.checkpoint.fd);
     } catch (err: unknown) {
       throw Object.assign(err as Error, { op: 'checkpoint' });
     }
   }
   return runningCrc;
-}
-
-function writeAll(fd: number, bytes: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < bytes.length) {
-    const n = fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
-    if (n === 0) throw new Error('write made no progress');
-    done += n;
-  }
 }
 
 port.on('message', (job: LogWriteJob) => {
