@@ -6,12 +6,18 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { MemoryBlockFile, NodeBlockFile, syncDirectory, type BlockFile } from '../../platform/block-file.js';
+import { openDirect, type DirectFile } from '../../platform/direct-file.js';
 
 export interface ChunkStorage {
   readonly description: string;
   list(): string[];
   open(name: string, writable: boolean): BlockFile;
   create(name: string): BlockFile;
+  /**
+   * A second handle on a file just made with `create`, for direct writes of aligned blocks
+   * (see direct-file.ts); undefined where they are not possible (memory, some filesystems).
+   */
+  openDirect(name: string): DirectFile | undefined;
   remove(name: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   syncDirectory(): Promise<void>;
@@ -25,6 +31,7 @@ export class DirectoryChunkStorage implements ChunkStorage {
   list(): string[] { return fs.readdirSync(this.dir); }
   open(name: string, writable: boolean): BlockFile { return NodeBlockFile.openExisting(path.join(this.dir, name), writable); }
   create(name: string): BlockFile { return NodeBlockFile.create(path.join(this.dir, name)); }
+  openDirect(name: string): DirectFile | undefined { return openDirect(path.join(this.dir, name)); }
   async remove(name: string): Promise<void> { await fsp.rm(path.join(this.dir, name), { force: true }); }
   async rename(from: string, to: string): Promise<void> { await fsp.rename(path.join(this.dir, from), path.join(this.dir, to)); }
   syncDirectory(): Promise<void> { return syncDirectory(this.dir); }
@@ -45,6 +52,7 @@ export class MemoryChunkStorage implements ChunkStorage {
     this.files.set(name, f);
     return f;
   }
+  openDirect(): DirectFile | undefined { return undefined; }
   async remove(name: string): Promise<void> { this.files.delete(name); }
   async rename(from: string, to: string): Promise<void> {
     const f = this.files.get(from);

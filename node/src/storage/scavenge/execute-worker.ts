@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Chunk } from '../chunk/chunk.js';
 import { NodeBlockFile } from '../../platform/block-file.js';
+import { openDirect } from '../../platform/direct-file.js';
 import { rewriteChunk, type DiscardRules } from './execute.js';
 import type { MetastreamData, OriginalStreamData } from './scavenge-types.js';
 import type { RewriteReply, RewriteTask } from './chunk-rewrite-pool.js';
@@ -32,7 +33,15 @@ async function handle(task: RewriteTask): Promise<RewriteReply> {
   const source = NodeBlockFile.openExisting(task.chunkPath, false);
   try {
     const chunk = Chunk.open(source, false);
-    const result = await rewriteChunk(chunk, NodeBlockFile.create(task.tempPath), input.chunkSizeBytes, rules, async () => {});
+    const copy = NodeBlockFile.create(task.tempPath);
+    let direct;
+    try {
+      direct = openDirect(task.tempPath);
+    } catch (err: unknown) {
+      await copy.close();
+      throw err;
+    }
+    const result = await rewriteChunk(chunk, copy, input.chunkSizeBytes, rules, async () => {}, direct);
     return { id: task.id, ...result };
   } catch (err: unknown) {
     return { id: task.id, error: (err as Error).message };

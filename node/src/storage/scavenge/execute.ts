@@ -14,6 +14,7 @@ import {
   StreamNameMemo, commitTransactionPositionAt, frameRecordType, prepareEventNumber, prepareTimestampMs, prepareTransactionPosition,
 } from './record-fields.js';
 import type { BlockFile } from '../../platform/block-file.js';
+import type { DirectFile } from '../../platform/direct-file.js';
 import { FatalError } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
@@ -265,8 +266,8 @@ async function executeInThread(
   };
   const open = (chunk: Chunk): OpenGroup => {
     const tempName = `${randomUUID()}.scavenge.tmp`;
-    const file = access.registry.storage.create(tempName);
-    return { tempName, file, writer: new GroupChunkWriter(file, access.chunkSizeBytes, chunk.header.chunkStartNumber), members: [] };
+    const { file, writer } = createCopy(access, tempName, chunk.header.chunkStartNumber);
+    return { tempName, file, writer, members: [] };
   };
   try {
     for (const chunk of todo) {
@@ -338,6 +339,23 @@ async function executeInThread(
     offsets: g.writer.keptLogicalOffsets(),
   })));
   await previous;
+}
+
+/**
+ * A new scavenged chunk file `tempName` and its writer, which writes it direct (bypassing the
+ * page cache) where the filesystem allows.
+ */
+function createCopy(access: ScavengeAccess, tempName: string, chunkStartNumber: number): { file: BlockFile; writer: GroupChunkWriter } {
+  const storage = access.registry.storage;
+  const file = storage.create(tempName);
+  let direct: DirectFile | undefined;
+  try {
+    direct = storage.openDirect(tempName);
+  } catch (err: unknown) {
+    void file.close().catch(() => {});
+    throw err;
+  }
+  return { file, writer: new GroupChunkWriter(file, access.chunkSizeBytes, chunkStartNumber, undefined, direct) };
 }
 
 /** Thrown (and caught) inside a chunk walk when the open group cannot take the chunk's data. */
@@ -417,9 +435,9 @@ async function completeOne(
  * the worker threads (execute-worker.ts).
  */
 export async function rewriteChunk(
-  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
+  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>, direct?: DirectFile,
 ): Promise<{ kept: number; removed: number }> {
-  const copy = await writeScavengedCopy(chunk, file, chunkSizeBytes, rules, between);
+  const copy = await writeScavengedCopy(chunk, file, chunkSizeBytes, rules, between, direct);
   await copy.durable;
   return { kept: copy.kept, removed: copy.removed };
 }
@@ -430,10 +448,10 @@ export async function rewriteChunk(
  * and the file is closed (only then may it be swapped in). The file is closed on failure too.
  */
 export async function writeScavengedCopy(
-  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>,
+  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>, direct?: DirectFile,
 ): Promise<{ kept: number; removed: number; durable: Promise<void> }> {
   // One write in flight: the worker threads that use this run several copies at once.
-  const writer = new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, 1);
+  const writer = new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, 1, direct);
   let counts: { kept: number; removed: number };
   try {
     counts = await filterChunk(chunk, writer, rules, async () => {
@@ -542,8 +560,7 @@ export async function mergeChunks(
     const first = group[0]!;
     const last = group[group.length - 1]!;
     const tempName = `${randomUUID()}.merge.scavenge.tmp`;
-    const file = access.registry.storage.create(tempName);
-    const writer = new GroupChunkWriter(file, access.chunkSizeBytes, first.header.chunkStartNumber);
+    const { file, writer } = createCopy(access, tempName, first.header.chunkStartNumber);
     try {
       // Whole blocks are copied: merging keeps every frame, only the map needs each one.
       for (const chunk of group) {

@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { crc32 } from 'node:zlib';
-import { MemoryBlockFile } from '../../platform/block-file.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryBlockFile, NodeBlockFile, type BlockFile } from '../../platform/block-file.js';
+import { openDirect } from '../../platform/direct-file.js';
 import { Chunk } from '../chunk/chunk.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
 
@@ -56,5 +60,85 @@ describe('GroupChunkWriter', () => {
     expect(chunk.physicalDataSizeBytes).toBe(1000);
     expect(chunk.positionMapEntryCount).toBe(1);
     expect(chunk.readData(0, 1000).equals(kept)).toBe(true);
+  });
+});
+
+/**
+ * Direct writes (O_DIRECT, real files): the file must come out byte for byte as the page-cache
+ * path writes it, whatever the sizes (blocks of 4 KiB, a rest carried over, marks and rollbacks
+ * at unaligned offsets, tiny files, a frame bigger than a buffer).
+ */
+describe('GroupChunkWriter with direct writes', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edb-group-direct-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+
+  type Step = { frame: Buffer; logical: number } | 'mark' | 'rollback' | 'drain';
+
+  async function write(direct: boolean, steps: readonly Step[], end: { chunkEndNumber: number; logicalDataSizeBytes: number }): Promise<string> {
+    const file = path.join(dir, `copy-${n++}.tmp`);
+    const blockFile: BlockFile = NodeBlockFile.create(file);
+    const handle = direct ? openDirect(file) : undefined;
+    // This machine's filesystem takes direct writes: if it did not, this test would prove nothing.
+    if (direct) expect(handle).toBeDefined();
+    const writer = new GroupChunkWriter(blockFile, CHUNK_SIZE, 2, undefined, handle);
+    for (const step of steps) {
+      if (step === 'mark') await writer.mark();
+      else if (step === 'rollback') await writer.rollback();
+      else if (step === 'drain') await writer.drain();
+      else {
+        writer.mapFrame(2 * CHUNK_SIZE + step.logical, step.frame.length);
+        // Every other frame with its crc given, like the execution walk does for kept runs.
+        writer.copy(step.frame, 0, step.frame.length, step.logical % 2 === 0 ? crc32(step.frame) : undefined);
+      }
+    }
+    await writer.finish(end.chunkEndNumber, end.logicalDataSizeBytes);
+    await writer.settle();
+    await blockFile.close();
+    return file;
+  }
+
+  /** Both ways; the files must verify and be identical but for the chunk id in the header. */
+  async function sameBothWays(steps: readonly Step[], end: { chunkEndNumber: number; logicalDataSizeBytes: number }): Promise<Chunk> {
+    const viaCache = fs.readFileSync(await write(false, steps, end));
+    const directPath = await write(true, steps, end);
+    const direct = fs.readFileSync(directPath);
+    expect(direct.length).toBe(viaCache.length);
+    expect(direct.subarray(128).equals(viaCache.subarray(128))).toBe(true);
+    const chunk = Chunk.open(NodeBlockFile.openExisting(directPath, false), true); // verifies size and checksum
+    expect(chunk.header.chunkStartNumber).toBe(2);
+    return chunk;
+  }
+
+  it('writes whole blocks direct and the rest through the file, over many buffers', async () => {
+    const steps: Step[] = [];
+    let logical = 0;
+    for (let i = 0; i < 700; i++) {
+      const frame = bytes(1000 + ((i * 7919) % 9000), i); // sizes unaligned on purpose
+      steps.push({ frame, logical });
+      logical += frame.length + 64; // a gap: records removed between kept ones
+      if (i % 10 === 9) steps.push('drain');
+    }
+    const chunk = await sameBothWays(steps, { chunkEndNumber: 2, logicalDataSizeBytes: logical });
+    expect(chunk.positionMapEntryCount).toBe(700);
+    const first = (steps[0] as { frame: Buffer }).frame;
+    expect(chunk.readData(0, first.length).equals(first)).toBe(true);
+  });
+
+  it('rolls back to an unaligned mark after direct writes went past it', async () => {
+    const steps: Step[] = ['mark', { frame: bytes(5555, 1), logical: 0 }, 'drain', 'mark'];
+    for (let i = 0; i < 8; i++) steps.push({ frame: bytes(700_001, 10 + i), logical: 10_000 + i * 800_000 }, 'drain');
+    steps.push('rollback', { frame: bytes(4321, 3), logical: 20_000_000 });
+    const chunk = await sameBothWays(steps, { chunkEndNumber: 3, logicalDataSizeBytes: 20_004_321 });
+    expect(chunk.physicalDataSizeBytes).toBe(5555 + 4321);
+    expect(chunk.readData(5555, 4321).equals(bytes(4321, 3))).toBe(true);
+  });
+
+  it('writes a file smaller than one block, and a frame bigger than a buffer', async () => {
+    await sameBothWays([{ frame: bytes(10, 5), logical: 0 }], { chunkEndNumber: 2, logicalDataSizeBytes: 10 });
+    const big = bytes(5 * 1024 * 1024 + 3, 6);
+    const chunk = await sameBothWays([{ frame: bytes(99, 7), logical: 0 }, { frame: big, logical: 200 }, 'drain', { frame: bytes(17, 8), logical: 6_000_000 }],
+      { chunkEndNumber: 2, logicalDataSizeBytes: 6_000_017 });
+    expect(chunk.readData(99, big.length).equals(big)).toBe(true);
   });
 });

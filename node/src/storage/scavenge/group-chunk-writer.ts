@@ -14,6 +14,12 @@
  * when the caller has them (`copy`'s `rangeCrc32`), and otherwise taken of the buffered bytes
  * before they are written. The file is written under a temp name; the caller renames it into
  * place only after `finish` (written and fsynced).
+ *
+ * With a direct handle on the file (platform/direct-file.ts) the buffers hold the file's bytes
+ * from an aligned offset: the first starts at offset 0 with the header's place left zero, each
+ * write takes the aligned part, and what is left (less than one block) moves to the front of
+ * the next buffer. The last of it, the map, the footer and the header go through the file's
+ * ordinary descriptor at `finish`.
  */
 import { crc32 } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +30,7 @@ import { FatalError, assert } from '../../errors.js';
 import { giveBackScratch, takeScratch } from '../chunk/scratch-buffers.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
 import { crc32Combine } from './crc32-combine.js';
+import { DIRECT_IO_ALIGNMENT_BYTES, giveBackAligned, takeAligned, type DirectFile } from '../../platform/direct-file.js';
 
 const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
@@ -34,7 +41,7 @@ const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
  */
 const WRITES_IN_FLIGHT_MAX = 2;
 
-interface Mark { physicalBytes: number; mappedBytes: number; mapCount: number; crc: number }
+interface Mark { physicalBytes: number; mappedBytes: number; mapCount: number; crc: number; bufferStart: number; rest: Buffer }
 
 export class GroupChunkWriter {
   /** Data bytes handed to `copy` so far. */
@@ -42,28 +49,55 @@ export class GroupChunkWriter {
   /** Data bytes covered by map entries so far (must equal physicalBytes at finish). */
   private mappedBytes = 0;
   private crc = 0;
-  private out = takeScratch(OUT_BUFFER_BYTES);
+  private out: Buffer;
   /** Output buffers not in use. */
   private readonly free: Buffer[] = [];
   /** Writes started and not yet awaited, oldest first, with their buffers. */
   private readonly writing: Array<{ done: Promise<void>; buf: Buffer }> = [];
   private outBytes = 0;
-  /** Bytes at the start of `out` already taken into `crc`. */
+  /** Bytes at the start of `out` already taken into `crc` (or not data: the header's place). */
   private crcBytes = 0;
-  /** Data bytes whose write has been started (the buffer holds the bytes after them). */
-  private writtenBytes = 0;
+  /** File offset of `out[0]`. */
+  private bufferStart: number;
   private map = Buffer.allocUnsafe(64 * 1024);
   private mapCount = 0;
   private marked: Mark | undefined;
   /** Highest file offset written to, so stale bytes past the end are cut at finish. */
   private fileEnd = 0;
+  /** Writes go out in multiples of this (direct writes: the alignment; else every byte). */
+  private readonly writeUnitBytes: number;
 
   constructor(
     private readonly file: BlockFile,
     private readonly chunkSizeBytes: number,
     readonly chunkStartNumber: number,
     private readonly writesInFlightMax = WRITES_IN_FLIGHT_MAX,
-  ) {}
+    private direct?: DirectFile,
+  ) {
+    this.out = this.newBuffer(OUT_BUFFER_BYTES);
+    if (direct) {
+      this.writeUnitBytes = DIRECT_IO_ALIGNMENT_BYTES;
+      this.bufferStart = 0;
+      this.out.fill(0, 0, CHUNK_HEADER_SIZE_BYTES); // the header's place (written at finish)
+      this.outBytes = CHUNK_HEADER_SIZE_BYTES;
+      this.crcBytes = CHUNK_HEADER_SIZE_BYTES;
+      this.fileEnd = DIRECT_IO_ALIGNMENT_BYTES; // openDirect's check wrote the first block
+    } else {
+      this.writeUnitBytes = 1;
+      this.bufferStart = CHUNK_HEADER_SIZE_BYTES;
+    }
+  }
+
+  private newBuffer(sizeBytes: number): Buffer {
+    if (!this.direct) return sizeBytes === OUT_BUFFER_BYTES ? takeScratch(sizeBytes) : Buffer.allocUnsafe(sizeBytes);
+    return takeAligned(Math.ceil(sizeBytes / DIRECT_IO_ALIGNMENT_BYTES) * DIRECT_IO_ALIGNMENT_BYTES);
+  }
+
+  private giveBack(buf: Buffer): void {
+    if (buf.length !== OUT_BUFFER_BYTES) return;
+    if (this.direct) giveBackAligned(buf);
+    else giveBackScratch(buf);
+  }
 
   get dataSizeBytes(): number {
     return this.physicalBytes;
@@ -99,7 +133,7 @@ export class GroupChunkWriter {
     const len = end - start;
     if (len <= 0) return;
     if (this.outBytes + len > this.out.length) {
-      const bigger = Buffer.allocUnsafe(this.outBytes + len);
+      const bigger = this.newBuffer(this.outBytes + len);
       this.out.copy(bigger, 0, 0, this.outBytes);
       this.out = bigger;
     }
@@ -142,7 +176,11 @@ export class GroupChunkWriter {
   /** Remembers where the next source chunk's data starts (see `rollback`). */
   async mark(): Promise<void> {
     await this.startWrite();
-    this.marked = { physicalBytes: this.physicalBytes, mappedBytes: this.mappedBytes, mapCount: this.mapCount, crc: this.crc };
+    this.foldPendingCrc();
+    this.marked = {
+      physicalBytes: this.physicalBytes, mappedBytes: this.mappedBytes, mapCount: this.mapCount, crc: this.crc,
+      bufferStart: this.bufferStart, rest: Buffer.from(this.out.subarray(0, this.outBytes)),
+    };
   }
 
   /** Takes back everything added since `mark`; bytes already written there are overwritten or cut. */
@@ -154,29 +192,35 @@ export class GroupChunkWriter {
     this.mappedBytes = m.mappedBytes;
     this.mapCount = m.mapCount;
     this.crc = m.crc;
-    this.writtenBytes = m.physicalBytes;
-    this.outBytes = 0;
-    this.crcBytes = 0;
+    this.bufferStart = m.bufferStart;
+    m.rest.copy(this.out, 0);
+    this.outBytes = m.rest.length;
+    this.crcBytes = this.outBytes;
   }
 
   /**
    * Starts writing the buffered data (first waiting for the oldest write when
-   * `writesInFlightMax` are under way) and goes on in a free buffer.
+   * `writesInFlightMax` are under way) and goes on in a free buffer. With direct writes only
+   * whole blocks go; the rest moves to the front of the next buffer.
    */
   private async startWrite(): Promise<void> {
-    if (this.outBytes === 0) return;
+    const writeBytes = this.outBytes - (this.outBytes % this.writeUnitBytes);
+    if (writeBytes === 0) return;
     await this.awaitWrites(this.writesInFlightMax - 1);
     this.foldPendingCrc();
-    const view = this.out.subarray(0, this.outBytes);
-    const position = CHUNK_HEADER_SIZE_BYTES + this.writtenBytes;
-    this.writtenBytes += this.outBytes;
-    this.fileEnd = Math.max(this.fileEnd, position + view.length);
-    const done = this.file.write(view, position);
+    const view = this.out.subarray(0, writeBytes);
+    const position = this.bufferStart;
+    const next = this.free.pop() ?? this.newBuffer(OUT_BUFFER_BYTES);
+    const rest = this.outBytes - writeBytes;
+    if (rest > 0) this.out.copy(next, 0, writeBytes, this.outBytes);
+    this.bufferStart += writeBytes;
+    this.fileEnd = Math.max(this.fileEnd, position + writeBytes);
+    const done = this.direct ? this.direct.write(view, position) : this.file.write(view, position);
     done.catch(() => {}); // awaited by awaitWrites (next writes, finish, settle); never an unhandled rejection
     this.writing.push({ done, buf: this.out });
-    this.out = this.free.pop() ?? takeScratch(OUT_BUFFER_BYTES);
-    this.outBytes = 0;
-    this.crcBytes = 0;
+    this.out = next;
+    this.outBytes = rest;
+    this.crcBytes = rest;
   }
 
   /** Waits for the oldest writes until at most `left` are under way; their buffers become free. */
@@ -187,6 +231,7 @@ export class GroupChunkWriter {
         await oldest.done;
       } finally {
         if (oldest.buf.length === OUT_BUFFER_BYTES) this.free.push(oldest.buf);
+        else this.giveBack(oldest.buf);
       }
     }
   }
@@ -199,9 +244,15 @@ export class GroupChunkWriter {
     assert(this.mappedBytes === this.physicalBytes, `scavenged chunk map covers ${this.mappedBytes} of ${this.physicalBytes} data bytes`);
     await this.startWrite();
     await this.awaitWrites(0);
+    if (this.outBytes > 0) {
+      // Direct writes: the last part of a block (with the header's place when that is all).
+      this.foldPendingCrc();
+      await this.file.write(this.out.subarray(0, this.outBytes), this.bufferStart);
+    }
     const map = this.map.subarray(0, this.mapCount * POSMAP_ENTRY_BYTES);
     this.crc = crc32(map, this.crc);
     const mapOffset = CHUNK_HEADER_SIZE_BYTES + this.physicalBytes;
+    assert(mapOffset === this.bufferStart + this.outBytes, `scavenged chunk data ends at ${this.bufferStart + this.outBytes}, map at ${mapOffset}`);
     await this.file.write(map, mapOffset);
     await this.file.write(encodeChunkFooter({
       isCompleted: true, physicalDataSizeBytes: this.physicalBytes, logicalDataSizeBytes, mapCount: this.mapCount, dataCrc32: this.crc,
@@ -224,8 +275,11 @@ export class GroupChunkWriter {
    */
   async settle(): Promise<void> {
     while (this.writing.length > 0) await this.awaitWrites(0).catch(() => {});
-    for (const buf of [this.out, ...this.free]) if (buf.length === OUT_BUFFER_BYTES) giveBackScratch(buf);
+    for (const buf of [this.out, ...this.free]) this.giveBack(buf);
     this.free.length = 0;
     this.out = Buffer.alloc(0);
+    const direct = this.direct;
+    this.direct = undefined;
+    await direct?.close();
   }
 }

@@ -19,6 +19,7 @@ import { ScavengePacer, ScavengeStopped, type ScavengeAccess } from './scavenge-
 import type { ScavengeCheckpoint, ScavengeListener, ScavengeOutcome, ScavengeParams, ScavengePoint, ScavengeState } from './scavenge-types.js';
 import { FatalError } from '../../errors.js';
 import { dropScratch } from '../chunk/scratch-buffers.js';
+import { dropAligned } from '../../platform/direct-file.js';
 
 export interface ScavengeRunOptions {
   readonly scavengeId: string;
@@ -58,6 +59,7 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
   } finally {
     state?.close();
     dropScratch();
+    dropAligned();
   }
   await options.listener.completed({
     scavengeId: options.scavengeId, result: outcome.result, error: outcome.error, timeTakenMs: outcome.timeTakenMs,
