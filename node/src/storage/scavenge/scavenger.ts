@@ -57,6 +57,9 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
       if (err instanceof FatalError) options.onFatal(err);
     }
   } finally {
+    // Replaced chunk files are deleted in the background: the space is given back before the
+    // run reports its end.
+    await access.registry.settleRemovals();
     state?.close();
     dropScratch();
     dropAligned();
