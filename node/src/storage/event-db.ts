@@ -45,7 +45,8 @@ import {
 import { runScavenge } from './scavenge/scavenger.js';
 import type { ScavengeAccess } from './scavenge/scavenge-access.js';
 import { createMemoryScavengeStore, openMemoryScavengeState } from './scavenge/memory-scavenge-state.js';
-import { openSqliteScavengeState } from './scavenge/sqlite-scavenge-state.js';
+import { SCAVENGE_STATE_DIRECTORY, openSqliteScavengeState } from './scavenge/sqlite-scavenge-state.js';
+import { ChunkSummaryNotes, DirectoryChunkSummaryStore, MemoryChunkSummaryStore, type ChunkSummaryStore } from './chunk/chunk-summary.js';
 import type { ExistenceFilter } from './index-adapter.js';
 
 export interface EventDbDeps {
@@ -199,6 +200,9 @@ export class Engine implements EventDb {
   private batchScratch = Buffer.allocUnsafe(BATCH_BUFFER_BYTES);
   /** Seals and writes batches on the second core (chunk files only); see log-writer-thread.ts. */
   private readonly writerThread: LogWriterThread | undefined;
+  /** What scavenge accumulation needs of the active chunk, noted as it is written (chunk-summary.ts). */
+  private summaryNotes: ChunkSummaryNotes;
+  private readonly summaryStore: ChunkSummaryStore;
   /** Resolved whenever the pipeline shrinks (writer backpressure and drains wait on it). */
   private pipelineProgress: { promise: Promise<void>; resolve: () => void } = deferred();
   /** Serialises writer.chk updates made outside the pipeline (chunk rollover). */
@@ -228,6 +232,12 @@ export class Engine implements EventDb {
     this.writerThread = options.memDb || deps.logWriterThread === false ? undefined : LogWriterThread.start(deps.log.child({ component: 'log-writer' }));
     this.writerPos = Math.max(checkpoints.writer.read(), registry.active.startPosition);
     this.committedPos = this.writerPos;
+    this.summaryStore = options.memDb
+      ? new MemoryChunkSummaryStore()
+      : new DirectoryChunkSummaryStore(path.join(options.indexPath, SCAVENGE_STATE_DIRECTORY, 'chunk-summaries'),
+        (err, file) => deps.log.warn({ err, file }, 'could not save a chunk summary (accumulation will read the chunk)'));
+    // The chunk active at start-up may hold records written before: no summary for it.
+    this.summaryNotes = new ChunkSummaryNotes(registry.active.header.chunkStartNumber, this.writerPos === registry.active.startPosition);
     this.reader = new LogReader(registry, () => this.committedPos);
   }
 
@@ -450,8 +460,11 @@ export class Engine implements EventDb {
         if (batch.outcomes.length === 0 && batch.needsNewChunk) {
           await this.drainPipeline();
           await this.checkpointTail;
+          const completed = this.registry.active;
           await this.registry.completeActiveAndStartNext();
           this.writerPos = this.registry.active.startPosition;
+          const summary = this.summaryNotes.finish(completed.header.chunkId, completed.physicalDataSizeBytes, this.registry.active.header.chunkStartNumber);
+          if (summary) void this.summaryStore.save(summary);
           const pos = this.writerPos;
           this.checkpointTail = this.checkpointTail.then(() => this.checkpoints.writer.write(pos)).then(() => { this.committedPos = Math.max(this.committedPos, pos); });
           await this.checkpointTail;
@@ -531,6 +544,7 @@ export class Engine implements EventDb {
       for (const g of outcome.groups) {
         const group = encodeGroup(buf, offset, this.writerPos + offset, g, nowMs);
         groups.push(group);
+        this.noteForSummary(group, nowMs);
         offset += group.sizeBytes;
       }
       encoded.push({ outcome, groups });
@@ -561,6 +575,25 @@ export class Engine implements EventDb {
     // Backpressure: a bounded number of batches fsyncing at once.
     const pipelineMax = thread ? PIPELINE_BATCHES_MAX_THREAD : PIPELINE_BATCHES_MAX_INLINE;
     while (this.pipeline.length >= pipelineMax && !this.failed) await this.pipelineProgress.promise;
+  }
+
+  /** Notes a write's stream and time, and where its metadata records or tombstone are (chunk-summary.ts). */
+  private noteForSummary(group: EncodedGroup, nowMs: number): void {
+    const events = group.events;
+    if (events.length === 0) return;
+    const notes = this.summaryNotes;
+    const chunkNumber = Math.floor(events[0]!.logPosition / this.options.chunkSizeBytes);
+    if (notes.chunkNumber !== chunkNumber) {
+      // Never expected (batches do not span chunks); if it happens, no summary for this chunk.
+      this.summaryNotes = new ChunkSummaryNotes(chunkNumber, false);
+      return;
+    }
+    const stream = events[0]!.stream;
+    notes.noteWrite(stream, nowMs);
+    const metadata = isMetastream(stream);
+    for (const e of events) {
+      if (metadata || (e.flags & PrepareFlags.StreamDelete) !== 0 || e.eventNumber === TOMBSTONE_EVENT_NUMBER) notes.notePosition(e.logPosition);
+    }
   }
 
   /**
@@ -925,6 +958,8 @@ export class Engine implements EventDb {
       },
       lastEventNumberBefore: (stream, position) => this.lastEventNumberBefore(stream, position),
       openState: () => this.openScavengeState(),
+      chunkSummary: (n) => this.summaryStore.load(n),
+      dropChunkSummary: (n) => this.summaryStore.drop(n),
     };
   }
 

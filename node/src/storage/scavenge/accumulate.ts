@@ -9,6 +9,8 @@ import { PrepareFlags, RecordType, decodePayload } from '../format/record.js';
 import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
 import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } from '../stream-metadata.js';
 import { FRAME_PAYLOAD_OFFSET_BYTES, corrupt, forEachFrame, frameChecksumOk } from './chunk-frames.js';
+import { RECORD_FRAME_OVERHEAD_BYTES, RECORD_SIZE_BYTES_MAX } from '../limits.js';
+import type { ChunkSummary } from '../chunk/chunk-summary.js';
 import { StreamNameMemo, frameRecordType, prepareEventNumber, prepareFlags, prepareTimestampMs } from './record-fields.js';
 import type { ScavengeAccess, ScavengePacer } from './scavenge-access.js';
 import type { Chunk } from '../chunk/chunk.js';
@@ -19,16 +21,35 @@ type StreamMetadataFields = ReturnType<typeof parseStreamMetadata>;
 /** Weight of one record that can be removed (spec: weight ~ 2 x removable records). */
 export const REMOVABLE_RECORD_WEIGHT = 2;
 
-export async function accumulate(access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, pacer: ScavengePacer): Promise<number> {
+/**
+ * Accumulates every chunk added since the previous scavenge. A chunk with a usable summary (see
+ * chunk-summary.ts) is not read in full: only its metadata records and tombstones are, each
+ * checked against its own checksum; if one of them does not match what the summary says, the
+ * chunk is read in full after all. Returns the chunks accumulated, and how many from summaries.
+ */
+export async function accumulate(
+  access: ScavengeAccess, state: ScavengeState, point: ScavengePoint, pacer: ScavengePacer,
+): Promise<{ accumulated: number; summarised: number }> {
   const lastChunkInScope = Math.floor(point.position / access.chunkSizeBytes) - 1;
   let accumulated = 0;
+  let summarised = 0;
   for (const chunk of access.registry.allChunks()) {
     if (chunk.header.chunkEndNumber <= state.lastAccumulatedChunk()) continue;
     if (chunk.header.chunkEndNumber > lastChunkInScope || !chunk.isCompleted) break;
-    const changes = new ChunkChanges(state, access.hasher);
-    const scan = new ChunkScan(chunk, access.chunkSizeBytes, changes);
-    await forEachFrame(chunk, (block, frame, size, logicalOffset) => scan.visit(block, frame, size, logicalOffset),
-      () => pacer.yieldNow(), undefined, false);
+    let changes = new ChunkChanges(state, access.hasher);
+    let scan = new ChunkScan(chunk, access.chunkSizeBytes, changes);
+    const summary = usableSummary(chunk, access.chunkSummary?.(chunk.header.chunkStartNumber));
+    if (!summary || !scan.fromSummary(summary)) {
+      if (summary) {
+        access.log.warn({ chunkStartNumber: chunk.header.chunkStartNumber }, 'the chunk summary does not match the chunk: reading the chunk');
+        changes = new ChunkChanges(state, access.hasher);
+        scan = new ChunkScan(chunk, access.chunkSizeBytes, changes);
+      }
+      await forEachFrame(chunk, (block, frame, size, logicalOffset) => scan.visit(block, frame, size, logicalOffset),
+        () => pacer.yieldNow(), undefined, false);
+    } else {
+      summarised++;
+    }
     const times = scan.finish();
     state.transaction(() => {
       changes.apply();
@@ -40,10 +61,19 @@ export async function accumulate(access: ScavengeAccess, state: ScavengeState, p
       state.setCheckpoint({ stage: 'Accumulating', scavengePoint: point, doneLogicalChunkNumber: chunk.header.chunkEndNumber });
     });
     accumulated++;
-    access.log.debug({ chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber }, 'chunk accumulated');
+    access.dropChunkSummary?.(chunk.header.chunkStartNumber);
+    access.log.debug({ chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber, fromSummary: summary !== undefined },
+      'chunk accumulated');
     await pacer.afterUnit();
   }
-  return accumulated;
+  return { accumulated, summarised };
+}
+
+/** `summary` when it describes exactly this chunk file (a fresh, unscavenged, single chunk). */
+function usableSummary(chunk: Chunk, summary: ChunkSummary | undefined): ChunkSummary | undefined {
+  if (!summary || chunk.header.isScavenged || chunk.header.chunkStartNumber !== chunk.header.chunkEndNumber) return undefined;
+  if (summary.chunkStartNumber !== chunk.header.chunkStartNumber || summary.chunkId !== chunk.header.chunkId) return undefined;
+  return summary.dataSizeBytes === chunk.physicalDataSizeBytes ? summary : undefined;
 }
 
 /**
@@ -62,6 +92,8 @@ class ChunkScan {
   private timeChunkTo = 0;
   private minMs = 0;
   private maxMs = 0;
+  /** Metadata records and tombstones visited. */
+  private decoded = 0;
 
   constructor(private readonly chunk: Chunk, private readonly chunkSizeBytes: number, private readonly changes: ChunkChanges) {}
 
@@ -90,13 +122,43 @@ class ChunkScan {
       if (!frameChecksumOk(block, frame, size)) throw corrupt(this.chunk, logicalOffset, 'checksum mismatch');
       const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
       if (record.type === RecordType.Prepare) this.changes.metadata(this.stream, prepareEventNumber(block, frame), this.timeChunk, record.data);
+      this.decoded++;
     } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || prepareEventNumber(block, frame) === TOMBSTONE_EVENT_NUMBER) {
       // A tombstone discards a whole stream: checked on its own like a metadata record.
       if (!frameChecksumOk(block, frame, size)) throw corrupt(this.chunk, logicalOffset, 'checksum mismatch');
       this.changes.tombstone(this.stream);
+      this.decoded++;
     }
     // Other records only feed weights and time ranges (estimates: execution decides on each
     // record again, from bytes its own walk verifies), so the chunk's checksum is not taken here.
+  }
+
+  /**
+   * Takes the chunk's streams and time range from `summary` and visits the records at its
+   * positions. False (nothing to rely on: the caller starts afresh) when a position does not
+   * hold a whole frame matching its own checksum, or the frame is not a metadata record or
+   * tombstone.
+   */
+  fromSummary(summary: ChunkSummary): boolean {
+    for (const stream of summary.streams) this.changes.hashUser(stream);
+    if (summary.minTimestampMs !== null && summary.maxTimestampMs !== null) {
+      this.times.set(this.chunk.header.chunkStartNumber, { minMs: summary.minTimestampMs, maxMs: summary.maxTimestampMs });
+    }
+    const start = this.chunk.startPosition;
+    for (const position of summary.positions) {
+      const offset = position - start;
+      if (!Number.isInteger(offset) || offset < 0 || offset + RECORD_FRAME_OVERHEAD_BYTES > this.chunk.physicalDataSizeBytes) return false;
+      const len = this.chunk.readData(offset, 4).readUInt32LE(0);
+      if (len === 0 || len > RECORD_SIZE_BYTES_MAX || offset + len + RECORD_FRAME_OVERHEAD_BYTES > this.chunk.physicalDataSizeBytes) return false;
+      const size = len + RECORD_FRAME_OVERHEAD_BYTES;
+      const frame = this.chunk.readData(offset, size);
+      if (frame.readUInt32LE(size - 4) !== len || !frameChecksumOk(frame, 0, size)) return false;
+      if (frameRecordType(frame, 0) !== RecordType.Prepare) return false;
+      const before = this.decoded;
+      this.visit(frame, 0, size, offset);
+      if (this.decoded === before) return false; // not a metadata record or tombstone
+    }
+    return true;
   }
 
   /** The time range of each logical chunk read. */

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ChunkRegistry } from '../chunk/chunk-registry.js';
 import type { StreamHasher, StreamIndex } from '../index/stream-index-port.js';
 import type { ScavengePoint, ScavengeState } from './scavenge-types.js';
+import type { ChunkSummary } from '../chunk/chunk-summary.js';
 
 export interface ScavengeAccess {
   readonly log: Logger;
@@ -21,6 +22,10 @@ export interface ScavengeAccess {
   /** The stream's last event number among records before `position` (-1 when none). */
   lastEventNumberBefore(stream: string, position: number): number;
   openState(): ScavengeState;
+  /** What the writer noted of chunk `chunkStartNumber` while writing it (accumulation checks it fits), if kept. */
+  chunkSummary?(chunkStartNumber: number): ChunkSummary | undefined;
+  /** Lets a chunk's summary go once the chunk is accumulated. */
+  dropChunkSummary?(chunkStartNumber: number): void;
 }
 
 /** Thrown at a cancel point when the run was asked to stop. */

@@ -119,8 +119,8 @@ async function runStagesPaced(
   };
   let stage = checkpoint.stage;
   if (stage === 'Accumulating') {
-    const chunks = await accumulate(access, state, point, pacer);
-    log.info({ chunks, hashUsers: state.hashUsersCacheStats() }, 'accumulation done');
+    const { accumulated, summarised } = await accumulate(access, state, point, pacer);
+    log.info({ chunks: accumulated, fromSummaries: summarised, hashUsers: state.hashUsersCacheStats() }, 'accumulation done');
     set({ stage: 'Calculating', scavengePoint: point, doneStream: null });
     stage = 'Calculating';
   }
