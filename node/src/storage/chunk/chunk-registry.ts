@@ -140,6 +140,8 @@ export class ChunkRegistry {
       this.log.warn({ file: last.file.path, discardedBytes: last.physicalDataSizeBytes - durable }, 'discarding log data past the writer checkpoint');
       await last.truncateData(durable);
     }
+    // Now rather than at its completion, where it would stall the writer (and a scavenge).
+    last.primeChecksum();
   }
 
   private async addNewChunk(chunkNumber: number): Promise<Chunk> {

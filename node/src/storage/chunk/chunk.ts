@@ -273,6 +273,14 @@ export class Chunk {
     return synced;
   }
 
+  /**
+   * Takes the checksum of the data an active chunk already holds (start-up), so appends continue
+   * it and completion needs no pass over the file.
+   */
+  primeChecksum(): void {
+    if (!this.isCompleted && this.runningCrc === undefined) this.runningCrc = this.computeDataCrc();
+  }
+
   /** Drops data past `physicalSize` (recovery: discard what writer.chk does not cover). */
   async truncateData(physicalSize: number): Promise<void> {
     await this.file.truncate(CHUNK_HEADER_SIZE_BYTES + physicalSize);

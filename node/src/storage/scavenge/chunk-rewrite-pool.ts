@@ -2,8 +2,7 @@
  * Worker threads for chunk execution (`threads` > 1): each worker rewrites whole chunks
  * (read, verify, filter, write, fsync) in parallel with the others and with the main thread,
  * which keeps the swaps, the state and the acknowledgements. A worker holds up to
- * `TASKS_PER_WORKER_MAX` chunks at once, so it reads and filters one while the other's copy is
- * being fsynced (as the single-threaded executor does). Only for on-disk databases, and
+ * `TASKS_PER_WORKER_MAX` chunks at once. Only for on-disk databases, and
  * only when the compiled worker module exists (tests that run the TypeScript sources directly
  * fall back to in-thread execution).
  */
@@ -26,8 +25,12 @@ export type RewriteReply = { readonly id: number; readonly kept: number; readonl
 
 const WORKER_FILE = fileURLToPath(new URL('./execute-worker.js', import.meta.url));
 
-/** Chunks one worker rewrites at once: one being read and filtered, one being fsynced. */
-export const TASKS_PER_WORKER_MAX = 2;
+/**
+ * Chunks one worker rewrites at once. One: with copies written direct the fsync at the end of
+ * a copy is short, and a second task per worker measured no faster while its buffers and
+ * position map raised peak RSS by 5-20 MB (threads=2).
+ */
+export const TASKS_PER_WORKER_MAX = 1;
 
 export class ChunkRewritePool {
   /** Tasks each worker holds now. */

@@ -40,6 +40,19 @@ describe('GroupChunkWriter', () => {
     expect(chunk.readData(100, 5000).equals(frames[1]!)).toBe(true);
   });
 
+  it('lists the logical offsets of a map of several pages', async () => {
+    const writer = new GroupChunkWriter(new MemoryBlockFile('group.tmp'), CHUNK_SIZE, 1);
+    const frame = bytes(16, 1);
+    for (let i = 0; i < 140_000; i++) {
+      writer.mapFrame(CHUNK_SIZE + i * 40 + (i % 3), 16);
+      writer.copy(frame, 0, 16);
+    }
+    const offsets = writer.keptLogicalOffsets();
+    expect(offsets.length).toBe(140_000);
+    for (const i of [0, 65_535, 65_536, 139_999]) expect(offsets[i]).toBe(i * 40 + (i % 3));
+    await writer.settle();
+  });
+
   it('takes back what was added since the mark, also bytes already written', async () => {
     const file = new MemoryBlockFile('group.tmp');
     const writer = new GroupChunkWriter(file, CHUNK_SIZE, 0);
@@ -132,6 +145,22 @@ describe('GroupChunkWriter with direct writes', () => {
     const chunk = await sameBothWays(steps, { chunkEndNumber: 3, logicalDataSizeBytes: 20_004_321 });
     expect(chunk.physicalDataSizeBytes).toBe(5555 + 4321);
     expect(chunk.readData(5555, 4321).equals(bytes(4321, 3))).toBe(true);
+  });
+
+  it('keeps a position map of many pages, also when a rollback crosses a page boundary', async () => {
+    const steps: Step[] = [];
+    const tiny = (i: number): Buffer => bytes(20, i & 0xff);
+    for (let i = 0; i < 60_000; i++) steps.push({ frame: tiny(i), logical: i * 30 });
+    steps.push('drain', 'mark');
+    for (let i = 60_000; i < 70_000; i++) steps.push({ frame: tiny(i), logical: i * 30 }); // into the map's second page
+    steps.push('drain', 'rollback');
+    for (let i = 60_000; i < 140_000; i++) steps.push({ frame: tiny(i), logical: i * 30 + 7 }); // third page
+    const chunk = await sameBothWays(steps, { chunkEndNumber: 2, logicalDataSizeBytes: 140_000 * 30 });
+    expect(chunk.positionMapEntryCount).toBe(140_000);
+    for (const i of [0, 59_999, 60_000, 65_535, 65_536, 131_072, 139_999]) {
+      expect(chunk.logicalOffsetOfMapEntry(i)).toBe(i < 60_000 ? i * 30 : i * 30 + 7);
+      expect(chunk.physicalOffsetOfMapEntry(i)).toBe(i * 20);
+    }
   });
 
   it('writes a file smaller than one block, and a frame bigger than a buffer', async () => {

@@ -33,6 +33,9 @@ import { crc32Combine } from './crc32-combine.js';
 import { DIRECT_IO_ALIGNMENT_BYTES, giveBackAligned, takeAligned, type DirectFile } from '../../platform/direct-file.js';
 
 const FLUSH_BYTES = 2 * 1024 * 1024;
+/** Position map entries per page (a power of two): 768 KiB pages. */
+const MAP_PAGE_SHIFT = 16;
+const MAP_PAGE_ENTRIES = 1 << MAP_PAGE_SHIFT;
 /** Room past FLUSH_BYTES so that one source block (1 MiB) can be copied before a drain. */
 const OUT_BUFFER_BYTES = FLUSH_BYTES + 1024 * 1024;
 /**
@@ -59,7 +62,12 @@ export class GroupChunkWriter {
   private crcBytes = 0;
   /** File offset of `out[0]`. */
   private bufferStart: number;
-  private map = Buffer.allocUnsafe(64 * 1024);
+  /**
+   * The position map, in pages of MAP_PAGE_ENTRIES entries: it grows without copying, and holds
+   * no more memory than it needs (a doubling buffer held up to three times the map at once,
+   * tens of MB for a chunk of small events).
+   */
+  private readonly mapPages: Buffer[] = [];
   private mapCount = 0;
   private marked: Mark | undefined;
   /** Highest file offset written to, so stale bytes past the end are cut at finish. */
@@ -105,15 +113,12 @@ export class GroupChunkWriter {
 
   /** Records the map entry of the next kept frame: `frameSizeBytes` long, at `logPosition`. */
   mapFrame(logPosition: number, frameSizeBytes: number): void {
-    if ((this.mapCount + 1) * POSMAP_ENTRY_BYTES > this.map.length) {
-      const bigger = Buffer.allocUnsafe(this.map.length * 2);
-      this.map.copy(bigger, 0, 0, this.mapCount * POSMAP_ENTRY_BYTES);
-      this.map = bigger;
-    }
+    const page = this.mapCount >>> MAP_PAGE_SHIFT;
+    if (page === this.mapPages.length) this.mapPages.push(Buffer.allocUnsafe(MAP_PAGE_ENTRIES * POSMAP_ENTRY_BYTES));
     // u32 physical | i64 logical, little-endian, stored byte by byte (Buffer's write helpers
     // validate every call; this runs once per kept record). Both values are >= 0 here.
-    const m = this.map;
-    const at = this.mapCount * POSMAP_ENTRY_BYTES;
+    const m = this.mapPages[page]!;
+    const at = (this.mapCount & (MAP_PAGE_ENTRIES - 1)) * POSMAP_ENTRY_BYTES;
     const physical = this.mappedBytes;
     const logical = logPosition - this.chunkStartNumber * this.chunkSizeBytes;
     const low = logical % 0x100000000;
@@ -163,14 +168,29 @@ export class GroupChunkWriter {
    * ascending: what the index stage needs of a copy not yet swapped in.
    */
   keptLogicalOffsets(): Float64Array {
-    const m = this.map;
     const offsets = new Float64Array(this.mapCount);
-    for (let i = 0, at = 4; i < this.mapCount; i++, at += POSMAP_ENTRY_BYTES) {
-      const low = (m[at]! | (m[at + 1]! << 8) | (m[at + 2]! << 16)) + m[at + 3]! * 0x1000000;
-      const high = m[at + 4]! | (m[at + 5]! << 8) | (m[at + 6]! << 16) | (m[at + 7]! << 24);
-      offsets[i] = high * 0x100000000 + low;
+    let i = 0;
+    for (const m of this.mapUsed()) {
+      for (let at = 4; at < m.length; i++, at += POSMAP_ENTRY_BYTES) {
+        const low = (m[at]! | (m[at + 1]! << 8) | (m[at + 2]! << 16)) + m[at + 3]! * 0x1000000;
+        const high = m[at + 4]! | (m[at + 5]! << 8) | (m[at + 6]! << 16) | (m[at + 7]! << 24);
+        offsets[i] = high * 0x100000000 + low;
+      }
     }
     return offsets;
+  }
+
+  /** The map's bytes so far, page by page. */
+  private mapUsed(): Buffer[] {
+    const pages: Buffer[] = [];
+    let left = this.mapCount;
+    for (const page of this.mapPages) {
+      if (left <= 0) break;
+      const n = Math.min(left, MAP_PAGE_ENTRIES);
+      pages.push(page.subarray(0, n * POSMAP_ENTRY_BYTES));
+      left -= n;
+    }
+    return pages;
   }
 
   /** Remembers where the next source chunk's data starts (see `rollback`). */
@@ -249,18 +269,21 @@ export class GroupChunkWriter {
       this.foldPendingCrc();
       await this.file.write(this.out.subarray(0, this.outBytes), this.bufferStart);
     }
-    const map = this.map.subarray(0, this.mapCount * POSMAP_ENTRY_BYTES);
-    this.crc = crc32(map, this.crc);
     const mapOffset = CHUNK_HEADER_SIZE_BYTES + this.physicalBytes;
     assert(mapOffset === this.bufferStart + this.outBytes, `scavenged chunk data ends at ${this.bufferStart + this.outBytes}, map at ${mapOffset}`);
-    await this.file.write(map, mapOffset);
+    let mapBytes = 0;
+    for (const page of this.mapUsed()) {
+      this.crc = crc32(page, this.crc);
+      await this.file.write(page, mapOffset + mapBytes);
+      mapBytes += page.length;
+    }
     await this.file.write(encodeChunkFooter({
       isCompleted: true, physicalDataSizeBytes: this.physicalBytes, logicalDataSizeBytes, mapCount: this.mapCount, dataCrc32: this.crc,
-    }), mapOffset + map.length);
+    }), mapOffset + mapBytes);
     await this.file.write(encodeChunkHeader({
       chunkSizeBytes: this.chunkSizeBytes, chunkStartNumber: this.chunkStartNumber, chunkEndNumber, isScavenged: true, chunkId: randomUUID(),
     }), 0);
-    const end = mapOffset + map.length + CHUNK_FOOTER_SIZE_BYTES;
+    const end = mapOffset + mapBytes + CHUNK_FOOTER_SIZE_BYTES;
     if (this.fileEnd > end) await this.file.truncate(end); // data of a source chunk taken back
     try {
       await this.file.sync();
