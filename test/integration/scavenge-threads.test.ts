@@ -29,6 +29,15 @@ describe('scavenge with threads > 1', () => {
       const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
       expect((await handle.done).result).toBe('Success');
       expect(lines.some((l) => l['msg'] === 'chunk execution on worker threads')).toBe(threads > 1);
+      if (threads > 1) {
+        // Chunks were really rewritten at the same time on different threads: two rewrites of
+        // different threads overlap in time (each reports its thread and when it ran).
+        const rewrites = lines.filter((l) => String(l['msg']).startsWith('scavenged chunk'))
+          .map((l) => ({ thread: l['threadId'] as number, from: l['rewriteStartedAtMs'] as number, to: l['rewriteFinishedAtMs'] as number }));
+        expect(new Set(rewrites.map((r) => r.thread)).size).toBeGreaterThanOrEqual(2);
+        const overlapping = rewrites.some((a) => rewrites.some((b) => a.thread !== b.thread && a.from < b.to && b.from < a.to));
+        expect(overlapping).toBe(true);
+      }
       const all = await db.readAll(undefined, 100_000, 'forward');
       results[threads] = {
         all: all.events.filter((e) => e.stream.startsWith('s-')).map((e) => `${e.stream}@${e.eventNumber}`),

@@ -21,7 +21,19 @@ export interface RewriteTask {
   readonly tempPath: string;
 }
 
-export type RewriteReply = { readonly id: number; readonly kept: number; readonly removed: number } | { readonly id: number; readonly error: string };
+/**
+ * What a worker did: the counts, and which thread rewrote the chunk and when (epoch ms, with
+ * fractions), for the log: it shows the rewrites of different threads overlapping.
+ */
+export interface RewriteDone {
+  readonly kept: number;
+  readonly removed: number;
+  readonly threadId: number;
+  readonly startedAtMs: number;
+  readonly finishedAtMs: number;
+}
+
+export type RewriteReply = ({ readonly id: number } & RewriteDone) | { readonly id: number; readonly error: string };
 
 const WORKER_FILE = fileURLToPath(new URL('./execute-worker.js', import.meta.url));
 
@@ -36,7 +48,7 @@ export class ChunkRewritePool {
   /** Tasks each worker holds now. */
   private readonly load = new Map<Worker, number>();
   private readonly waiting: ((w: Worker) => void)[] = [];
-  private readonly pending = new Map<number, { resolve: (r: { kept: number; removed: number }) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (r: RewriteDone) => void; reject: (e: Error) => void }>();
   private nextId = 0;
 
   private constructor(private readonly workers: Worker[], private readonly dir: string) {
@@ -65,7 +77,7 @@ export class ChunkRewritePool {
     return new ChunkRewritePool(workers, storage.dir);
   }
 
-  async rewrite(chunk: Chunk, tempName: string): Promise<{ kept: number; removed: number }> {
+  async rewrite(chunk: Chunk, tempName: string): Promise<RewriteDone> {
     const worker = this.leastLoaded() ?? (await new Promise<Worker>((resolve) => this.waiting.push(resolve)));
     this.load.set(worker, this.load.get(worker)! + 1);
     const id = this.nextId++;
@@ -82,7 +94,8 @@ export class ChunkRewritePool {
     this.load.set(worker, this.load.get(worker)! - 1);
     this.waiting.shift()?.(worker);
     if (!p) return;
-    if ('error' in reply) p.reject(new Error(reply.error)); else p.resolve({ kept: reply.kept, removed: reply.removed });
+    if ('error' in reply) p.reject(new Error(reply.error));
+    else p.resolve({ kept: reply.kept, removed: reply.removed, threadId: reply.threadId, startedAtMs: reply.startedAtMs, finishedAtMs: reply.finishedAtMs });
   }
 
   /** The worker with the fewest tasks, if it can take one more. */

@@ -3,7 +3,7 @@
  * rules (see chunk-rewrite-pool.ts). It writes only the temp file it is told to; the main
  * thread swaps it in.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { Chunk } from '../chunk/chunk.js';
 import { NodeBlockFile } from '../../platform/block-file.js';
 import { openDirect } from '../../platform/direct-file.js';
@@ -30,6 +30,7 @@ parentPort?.on('message', (task: RewriteTask) => {
 });
 
 async function handle(task: RewriteTask): Promise<RewriteReply> {
+  const startedAtMs = performance.timeOrigin + performance.now();
   const source = NodeBlockFile.openExisting(task.chunkPath, false);
   try {
     const chunk = Chunk.open(source, false);
@@ -42,7 +43,7 @@ async function handle(task: RewriteTask): Promise<RewriteReply> {
       throw err;
     }
     const result = await rewriteChunk(chunk, copy, input.chunkSizeBytes, rules, async () => {}, direct);
-    return { id: task.id, ...result };
+    return { id: task.id, ...result, threadId, startedAtMs, finishedAtMs: performance.timeOrigin + performance.now() };
   } catch (err: unknown) {
     return { id: task.id, error: (err as Error).message };
   } finally {

@@ -16,7 +16,7 @@ import {
 import type { BlockFile } from '../../platform/block-file.js';
 import type { DirectFile } from '../../platform/direct-file.js';
 import { FatalError } from '../../errors.js';
-import { ChunkRewritePool } from './chunk-rewrite-pool.js';
+import { ChunkRewritePool, type RewriteDone } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
 import { KEPT_POSITIONS_BUDGET_BYTES, KeptPositions, type PendingCopy } from './kept-positions.js';
 import type { PreparedRemoval } from '../index/stream-index-port.js';
@@ -192,8 +192,8 @@ async function executeChunksWith(
       const weight = chunkWeight(state, chunk);
       if (meetsThreshold(weight, point.threshold)) {
         const tempName = `${randomUUID()}.scavenge.tmp`;
-        const counts = await pool.rewrite(chunk, tempName);
-        await completeOne(access, state, chunk, { weight, tempName, startedMs, ...counts }, run, totals);
+        const done = await pool.rewrite(chunk, tempName);
+        await completeOne(access, state, chunk, { weight, tempName, startedMs, ...done }, run, totals);
       } else {
         logSkipped(access, point, chunk, weight);
       }
@@ -411,7 +411,7 @@ function logSkipped(access: ScavengeAccess, point: ScavengePoint, chunk: Chunk, 
 /** Swaps a finished, durable copy in, resets the chunk's weights, logs and reports it. */
 async function completeOne(
   access: ScavengeAccess, state: ScavengeState, chunk: Chunk,
-  copy: { weight: number; tempName: string; startedMs: number; kept: number; removed: number },
+  copy: { weight: number; tempName: string; startedMs: number } & RewriteDone,
   run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
 ): Promise<void> {
   const range = { chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber };
@@ -424,8 +424,10 @@ async function completeOne(
   totals.executedChunks += 1;
   totals.maxChunkScavenged = Math.max(totals.maxChunkScavenged, range.chunkEndNumber);
   const timeTakenMs = performance.now() - copy.startedMs;
-  access.log.info({ ...range, weight: copy.weight, keptRecords: copy.kept, removedRecords: copy.removed, spaceSavedBytes, timeTakenMs: Math.round(timeTakenMs) },
-    `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${copy.weight}`);
+  access.log.info({
+    ...range, weight: copy.weight, keptRecords: copy.kept, removedRecords: copy.removed, spaceSavedBytes, timeTakenMs: Math.round(timeTakenMs),
+    threadId: copy.threadId, rewriteStartedAtMs: copy.startedAtMs, rewriteFinishedAtMs: copy.finishedAtMs,
+  }, `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${copy.weight}`);
   await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes, wasScavenged: true, weight: copy.weight, errorMessage: '' });
 }
 
