@@ -8,7 +8,7 @@
  *    each run gets a copy of the log that is fsynced first (so it does not pay for the copy's
  *    write-back), the peak RSS is reset just before the scavenge starts (so it is the scavenge's
  *    peak, not start-up's; the RSS before the scavenge is reported beside it), and the end of
- *    the run is polled every 50 ms;
+ *    the run is polled every 10 ms;
  *  - optionally (BENCH_SCAVENGE_VARIANTS=1) threads=2 and throttlePercent=50 on fresh copies.
  * Every load loop is bounded in time and count.
  */
@@ -153,7 +153,7 @@ async function scavengeOnNode(dir: string, query: string, metrics: BenchMetric[]
     let done = false;
     const poll = (async () => {
       while (!done && performance.now() - t0 < 1_800_000) {
-        await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, 10));
         const cur = await fetch(`${node.baseUrl}/admin/scavenge/current`, { headers: { authorization: ADMIN_AUTHORIZATION, accept: 'application/json' } });
         const body = (await cur.json()) as { scavengeId?: string };
         if (!body.scavengeId) done = true;
