@@ -29,15 +29,6 @@ describe('scavenge with threads > 1', () => {
       const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
       expect((await handle.done).result).toBe('Success');
       expect(lines.some((l) => l['msg'] === 'chunk execution on worker threads')).toBe(threads > 1);
-      if (threads > 1) {
-        // Chunks were really rewritten at the same time on different threads: two rewrites of
-        // different threads overlap in time (each reports its thread and when it ran).
-        const rewrites = lines.filter((l) => String(l['msg']).startsWith('scavenged chunk'))
-          .map((l) => ({ thread: l['threadId'] as number, from: l['rewriteStartedAtMs'] as number, to: l['rewriteFinishedAtMs'] as number }));
-        expect(new Set(rewrites.map((r) => r.thread)).size).toBeGreaterThanOrEqual(2);
-        const overlapping = rewrites.some((a) => rewrites.some((b) => a.thread !== b.thread && a.from < b.to && b.from < a.to));
-        expect(overlapping).toBe(true);
-      }
       const all = await db.readAll(undefined, 100_000, 'forward');
       results[threads] = {
         all: all.events.filter((e) => e.stream.startsWith('s-')).map((e) => `${e.stream}@${e.eventNumber}`),
@@ -48,5 +39,58 @@ describe('scavenge with threads > 1', () => {
     expect(results[3]!.all).toEqual(results[1]!.all);
     expect(results[3]!.files).toEqual(results[1]!.files);
     expect(results[1]!.all.filter((e) => e.startsWith('s-1@')).length).toBe(2);
+  });
+
+  it('rewrites chunks on different threads at the same time', async () => {
+    const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
+    const dir = tempDir();
+    const { log, lines } = capturingLog('info');
+    const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024, disableScavengeMerging: true }), { log, onFatal: (e) => { throw e; } });
+    // Enough chunks (about 80) that each thread works far longer than the threads take to start.
+    for (let s = 0; s < 1000; s++) {
+      await db.append(`p-${s}`, -1, Array.from({ length: 10 }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
+      if (s % 2 === 0) await db.deleteStream(`p-${s}`, -2, true);
+    }
+    const handle = db.startScavenge(crypto.randomUUID(), { threads: 2, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
+    expect((await handle.done).result).toBe('Success');
+    await db.close();
+    // Each chunk's line says which thread rewrote it and when: two threads, and rewrites of
+    // different threads overlapping in time.
+    const rewrites = lines.filter((l) => String(l['msg']).startsWith('scavenged chunk'))
+      .map((l) => ({ thread: l['threadId'] as number, from: l['rewriteStartedAtMs'] as number, to: l['rewriteFinishedAtMs'] as number }));
+    expect(rewrites.length).toBeGreaterThan(40);
+    expect(new Set(rewrites.map((r) => r.thread)).size).toBe(2);
+    const overlapping = rewrites.filter((a) => rewrites.some((b) => a.thread !== b.thread && a.from < b.to && b.from < a.to));
+    expect(overlapping.length).toBeGreaterThan(rewrites.length / 4);
+  });
+
+  it('merges neighbouring chunks on the worker threads while rewriting them', async () => {
+    const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
+    const outcome: Record<number, { all: string[]; files: number }> = {};
+    for (const threads of [1, 2]) {
+      const dir = tempDir();
+      const { log, lines } = capturingLog('info');
+      const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024 }), { log, onFatal: (e) => { throw e; } });
+      // 90% of the streams deleted: the kept data of several neighbouring chunks fits one chunk.
+      for (let s = 0; s < 100; s++) {
+        await db.append(`m-${s}`, -1, Array.from({ length: 5 }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
+        if (s % 10 !== 0) await db.deleteStream(`m-${s}`, -2, true);
+      }
+      const chunksBefore = fs.readdirSync(path.join(dir, 'db')).filter((f) => f.startsWith('chunk-')).length;
+      const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
+      expect((await handle.done).result).toBe('Success');
+      const executionDone = lines.findIndex((l) => l['msg'] === 'chunk execution done');
+      const mergedWhileRewriting = lines.slice(0, executionDone).filter((l) => l['msg'] === 'chunks merged');
+      expect(mergedWhileRewriting.length).toBeGreaterThan(0);
+      const files = fs.readdirSync(path.join(dir, 'db')).filter((f) => /^chunk-\d{6}\.\d{6}$/.test(f)).length;
+      expect(files).toBeLessThan(chunksBefore / 2);
+      outcome[threads] = {
+        all: (await db.readAll(undefined, 100_000, 'forward')).events.filter((e) => e.stream.startsWith('m-')).map((e) => `${e.stream}@${e.eventNumber}`),
+        files,
+      };
+      await db.close();
+    }
+    expect(outcome[2]!.all).toEqual(outcome[1]!.all);
+    expect(outcome[2]!.all.filter((e) => e.startsWith('m-10@'))).toHaveLength(5);
   });
 });

@@ -7,7 +7,7 @@ import { encodeChunkFooter, encodeChunkHeader } from '../format/chunk-header.js'
 import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { forEachFrame } from './chunk-frames.js';
-import { writeScavengedCopy, type DiscardRules } from './execute.js';
+import { rewriteChunkRange, type DiscardRules } from './execute.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
 
 const CHUNK_SIZE = 1 << 20;
@@ -47,9 +47,8 @@ describe('forEachFrame', () => {
     const { chunk, positions } = completedChunk(300);
     const file = new MemoryBlockFile('copy.tmp');
     const rules: DiscardRules = { ...noRules, originals: new Map([['s-1', { stream: 's-1', isTombstoned: true, maxAgeSeconds: null, maxCount: null, truncateBefore: null, discardPoint: 0, maybeDiscardPoint: 0, lastEventNumber: 1, status: 'Active' as const }]]) };
-    const copy = await writeScavengedCopy(chunk, file, CHUNK_SIZE, rules, async () => {});
-    await copy.durable;
-    expect(copy.removed).toBe(2);
+    const groups = await rewriteChunkRange([chunk], () => ({ file, direct: undefined }), CHUNK_SIZE, rules, true);
+    expect(groups.map((g) => g.members.map((m) => m.removed))).toEqual([[2]]);
     const scavenged = Chunk.open(file, true);
     const seen: number[] = [];
     await forEachFrame(scavenged, (_b, _f, _s, logicalOffset) => { seen.push(scavenged.startPosition + logicalOffset); }, async () => {});
@@ -63,7 +62,7 @@ describe('forEachFrame', () => {
     const byte = file.readSync(at, 1);
     file.writeSync(Buffer.from([byte[0]! ^ 0x10]), at);
     await expect(forEachFrame(chunk, () => {}, async () => {})).rejects.toMatchObject({ code: 'EDB_CHUNK_CORRUPT' });
-    const copy = writeScavengedCopy(chunk, new MemoryBlockFile('copy.tmp'), CHUNK_SIZE, noRules, async () => {});
+    const copy = rewriteChunkRange([chunk], () => ({ file: new MemoryBlockFile('copy.tmp'), direct: undefined }), CHUNK_SIZE, noRules, true);
     await expect(copy).rejects.toMatchObject({ code: 'EDB_CHUNK_CORRUPT' });
   });
 

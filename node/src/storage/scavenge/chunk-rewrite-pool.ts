@@ -1,8 +1,9 @@
 /**
- * Worker threads for chunk execution (`threads` > 1): each worker rewrites whole chunks
- * (read, verify, filter, write, fsync) in parallel with the others and with the main thread,
- * which keeps the swaps, the state and the acknowledgements. A worker holds up to
- * `TASKS_PER_WORKER_MAX` chunks at once. Only for on-disk databases, and
+ * Worker threads for chunk execution (`threads` > 1): each worker rewrites a range of
+ * consecutive chunks (read, verify, filter, write, fsync; merging neighbours as one thread
+ * does) in parallel with the others and with the main thread, which keeps the swaps, the state
+ * and the acknowledgements. A worker holds up to `TASKS_PER_WORKER_MAX` ranges at once. Only for
+ * on-disk databases, and
  * only when the compiled worker module exists (tests that run the TypeScript sources directly
  * fall back to in-thread execution).
  */
@@ -12,28 +13,27 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Chunk } from '../chunk/chunk.js';
 import { DirectoryChunkStorage } from '../chunk/chunk-storage.js';
-import type { DiscardRules } from './execute.js';
+import type { DiscardRules, RangeGroup } from './execute.js';
 import type { ScavengeAccess } from './scavenge-access.js';
 
+/** Rewrite these consecutive chunk files, temp files in `dir` (see rewriteChunkRange). */
 export interface RewriteTask {
   readonly id: number;
-  readonly chunkPath: string;
-  readonly tempPath: string;
+  readonly chunkPaths: readonly string[];
+  readonly dir: string;
+  readonly merging: boolean;
 }
 
 /**
- * What a worker did: the counts, and which thread rewrote the chunk and when (epoch ms, with
- * fractions), for the log: it shows the rewrites of different threads overlapping.
+ * What a worker wrote: the files, and which thread it was; each chunk's times (epoch ms, with
+ * fractions) go to the log, where the rewrites of different threads are seen to overlap.
  */
-export interface RewriteDone {
-  readonly kept: number;
-  readonly removed: number;
+export interface RewrittenRange {
+  readonly groups: readonly RangeGroup[];
   readonly threadId: number;
-  readonly startedAtMs: number;
-  readonly finishedAtMs: number;
 }
 
-export type RewriteReply = ({ readonly id: number } & RewriteDone) | { readonly id: number; readonly error: string };
+export type RewriteReply = ({ readonly id: number } & RewrittenRange) | { readonly id: number; readonly error: string };
 
 const WORKER_FILE = fileURLToPath(new URL('./execute-worker.js', import.meta.url));
 
@@ -48,7 +48,7 @@ export class ChunkRewritePool {
   /** Tasks each worker holds now. */
   private readonly load = new Map<Worker, number>();
   private readonly waiting: ((w: Worker) => void)[] = [];
-  private readonly pending = new Map<number, { resolve: (r: RewriteDone) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (r: RewrittenRange) => void; reject: (e: Error) => void }>();
   private nextId = 0;
 
   private constructor(private readonly workers: Worker[], private readonly dir: string) {
@@ -77,11 +77,17 @@ export class ChunkRewritePool {
     return new ChunkRewritePool(workers, storage.dir);
   }
 
-  async rewrite(chunk: Chunk, tempName: string): Promise<RewriteDone> {
+  /** Rewrites consecutive `chunks` on a free worker; the groups come back with the thread's id. */
+  async rewriteRange(chunks: readonly Chunk[], merging: boolean): Promise<(RangeGroup & { threadId: number })[]> {
+    const done = await this.run(chunks, merging);
+    return done.groups.map((g) => ({ ...g, threadId: done.threadId }));
+  }
+
+  private async run(chunks: readonly Chunk[], merging: boolean): Promise<RewrittenRange> {
     const worker = this.leastLoaded() ?? (await new Promise<Worker>((resolve) => this.waiting.push(resolve)));
     this.load.set(worker, this.load.get(worker)! + 1);
     const id = this.nextId++;
-    const task: RewriteTask = { id, chunkPath: chunk.file.path, tempPath: path.join(this.dir, tempName) };
+    const task: RewriteTask = { id, chunkPaths: chunks.map((c) => c.file.path), dir: this.dir, merging };
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.postMessage(task);
@@ -95,7 +101,7 @@ export class ChunkRewritePool {
     this.waiting.shift()?.(worker);
     if (!p) return;
     if ('error' in reply) p.reject(new Error(reply.error));
-    else p.resolve({ kept: reply.kept, removed: reply.removed, threadId: reply.threadId, startedAtMs: reply.startedAtMs, finishedAtMs: reply.finishedAtMs });
+    else p.resolve({ groups: reply.groups, threadId: reply.threadId });
   }
 
   /** The worker with the fewest tasks, if it can take one more. */

@@ -1,13 +1,14 @@
 /**
- * Worker thread of chunk execution: rewrites the chunks it is given with the run's discard
- * rules (see chunk-rewrite-pool.ts). It writes only the temp file it is told to; the main
- * thread swaps it in.
+ * Worker thread of chunk execution: rewrites the ranges of consecutive chunks it is given with
+ * the run's discard rules (see chunk-rewrite-pool.ts, rewriteChunkRange). It writes only temp
+ * files in the directory it is told; the main thread swaps them in.
  */
 import { parentPort, threadId, workerData } from 'node:worker_threads';
+import path from 'node:path';
 import { Chunk } from '../chunk/chunk.js';
 import { NodeBlockFile } from '../../platform/block-file.js';
 import { openDirect } from '../../platform/direct-file.js';
-import { rewriteChunk, type DiscardRules } from './execute.js';
+import { rewriteChunkRange, type DiscardRules } from './execute.js';
 import type { MetastreamData, OriginalStreamData } from './scavenge-types.js';
 import type { RewriteReply, RewriteTask } from './chunk-rewrite-pool.js';
 
@@ -30,23 +31,28 @@ parentPort?.on('message', (task: RewriteTask) => {
 });
 
 async function handle(task: RewriteTask): Promise<RewriteReply> {
-  const startedAtMs = performance.timeOrigin + performance.now();
-  const source = NodeBlockFile.openExisting(task.chunkPath, false);
+  const sources: NodeBlockFile[] = [];
   try {
-    const chunk = Chunk.open(source, false);
-    const copy = NodeBlockFile.create(task.tempPath);
-    let direct;
-    try {
-      direct = openDirect(task.tempPath);
-    } catch (err: unknown) {
-      await copy.close();
-      throw err;
-    }
-    const result = await rewriteChunk(chunk, copy, input.chunkSizeBytes, rules, async () => {}, direct);
-    return { id: task.id, ...result, threadId, startedAtMs, finishedAtMs: performance.timeOrigin + performance.now() };
+    const chunks = task.chunkPaths.map((p) => {
+      const file = NodeBlockFile.openExisting(p, false);
+      sources.push(file);
+      return Chunk.open(file, false);
+    });
+    const create = (tempName: string): { file: NodeBlockFile; direct: ReturnType<typeof openDirect> } => {
+      const target = path.join(task.dir, tempName);
+      const file = NodeBlockFile.create(target);
+      try {
+        return { file, direct: openDirect(target) };
+      } catch (err: unknown) {
+        void file.close().catch(() => {});
+        throw err;
+      }
+    };
+    const groups = await rewriteChunkRange(chunks, create, input.chunkSizeBytes, rules, task.merging);
+    return { id: task.id, groups, threadId };
   } catch (err: unknown) {
     return { id: task.id, error: (err as Error).message };
   } finally {
-    await source.close();
+    for (const file of sources) await file.close().catch(() => {});
   }
 }

@@ -15,8 +15,8 @@ import {
 } from './record-fields.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import type { DirectFile } from '../../platform/direct-file.js';
-import { FatalError } from '../../errors.js';
-import { ChunkRewritePool, type RewriteDone } from './chunk-rewrite-pool.js';
+import { FatalError, assert } from '../../errors.js';
+import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
 import { KEPT_POSITIONS_BUDGET_BYTES, KeptPositions, type PendingCopy } from './kept-positions.js';
 import type { PreparedRemoval } from '../index/stream-index-port.js';
@@ -184,24 +184,77 @@ async function executeChunksWith(
     await executeInThread(access, state, point, todo, rules, run, pacer, totals, markDone);
     return;
   }
+  // The chunks to rewrite, in ranges of consecutive ones: each worker rewrites a range the way
+  // one thread does, merging neighbours as it goes (only a merge across two ranges is left to
+  // the merge stage). Ranges are short enough to spread the work and keep a stop prompt.
+  const weights = new Map<Chunk, number>();
+  const executable: Chunk[] = [];
+  for (const chunk of todo) {
+    const weight = chunkWeight(state, chunk);
+    weights.set(chunk, weight);
+    if (meetsThreshold(weight, point.threshold)) executable.push(chunk);
+  }
+  const ranges = consecutiveRanges(executable, Math.min(RANGE_CHUNKS_MAX, Math.max(1, Math.ceil(executable.length / pool.capacity))));
+  for (const chunk of todo) {
+    if (executable.includes(chunk)) continue;
+    logSkipped(access, point, chunk, weights.get(chunk)!);
+    markDone(chunk);
+  }
+  // A worker gets its next range as soon as it is done with one; the swaps of what it wrote go
+  // on meanwhile, one after another (they are quick, but would otherwise leave it idle).
+  let swaps: Promise<void> = Promise.resolve();
+  const swapIn = async (range: readonly Chunk[], groups: Awaited<ReturnType<ChunkRewritePool['rewriteRange']>>, startedMs: number): Promise<void> => {
+    const byStart = new Map(range.map((c) => [c.header.chunkStartNumber, c]));
+    for (const g of groups) {
+      const members: GroupMember[] = g.members.map((m) => {
+        const chunk = byStart.get(m.chunkStartNumber);
+        assert(chunk !== undefined, `a worker rewrote chunk ${m.chunkStartNumber}, which it was not given`);
+        return {
+          chunk, weight: weights.get(chunk)!, startedMs, keptBytes: m.keptBytes, kept: m.kept, removed: m.removed,
+          thread: { threadId: g.threadId, startedAtMs: m.startedAtMs, finishedAtMs: m.finishedAtMs },
+        };
+      });
+      await completeGroup(access, state, { tempName: g.tempName, members }, run, totals);
+      for (const m of members) markDone(m.chunk);
+    }
+  };
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < todo.length) {
-      const chunk = todo[next++]!;
+    while (next < ranges.length) {
+      const range = ranges[next++]!;
       const startedMs = performance.now();
-      const weight = chunkWeight(state, chunk);
-      if (meetsThreshold(weight, point.threshold)) {
-        const tempName = `${randomUUID()}.scavenge.tmp`;
-        const done = await pool.rewrite(chunk, tempName);
-        await completeOne(access, state, chunk, { weight, tempName, startedMs, ...done }, run, totals);
-      } else {
-        logSkipped(access, point, chunk, weight);
-      }
-      markDone(chunk);
+      const groups = await pool.rewriteRange(range, !access.disableMerging);
+      swaps = swaps.then(() => swapIn(range, groups, startedMs));
+      swaps.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
       await pacer.afterUnit();
     }
   };
-  await Promise.all(Array.from({ length: pool.capacity }, () => worker()));
+  try {
+    await Promise.all(Array.from({ length: pool.capacity }, () => worker()));
+  } finally {
+    // What was written is swapped in even when the run stops (or fails elsewhere); a failing
+    // swap is the error that counts.
+    await swaps;
+  }
+}
+
+/** Chunks a worker rewrites in one task at most (256 MiB chunks: about 1 GB). */
+const RANGE_CHUNKS_MAX = 4;
+
+/** `chunks` (in log order) cut into runs of consecutive chunks of at most `max` each. */
+export function consecutiveRanges(chunks: readonly Chunk[], max: number): Chunk[][] {
+  const ranges: Chunk[][] = [];
+  let current: Chunk[] = [];
+  for (const c of chunks) {
+    const previous = current[current.length - 1];
+    if (current.length > 0 && (current.length >= max || previous!.header.chunkEndNumber + 1 !== c.header.chunkStartNumber)) {
+      ranges.push(current);
+      current = [];
+    }
+    current.push(c);
+  }
+  if (current.length > 0) ranges.push(current);
+  return ranges;
 }
 
 /**
@@ -361,7 +414,11 @@ function createCopy(access: ScavengeAccess, tempName: string, chunkStartNumber: 
 /** Thrown (and caught) inside a chunk walk when the open group cannot take the chunk's data. */
 const OVERFLOW = new Error('the group is full');
 
-interface GroupMember { chunk: Chunk; weight: number; startedMs: number; keptBytes: number; kept: number; removed: number }
+interface GroupMember {
+  chunk: Chunk; weight: number; startedMs: number; keptBytes: number; kept: number; removed: number;
+  /** Set when a worker thread rewrote it: which, and when (epoch ms). */
+  thread?: { threadId: number; startedAtMs: number; finishedAtMs: number };
+}
 interface OpenGroup { tempName: string; file: BlockFile; writer: GroupChunkWriter; members: GroupMember[] }
 
 /**
@@ -370,7 +427,8 @@ interface OpenGroup { tempName: string; file: BlockFile; writer: GroupChunkWrite
  * of the space saved).
  */
 async function completeGroup(
-  access: ScavengeAccess, state: ScavengeState, g: OpenGroup, run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
+  access: ScavengeAccess, state: ScavengeState, g: { tempName: string; members: readonly GroupMember[] },
+  run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
 ): Promise<void> {
   const oldSizes = g.members.map((m) => m.chunk.file.sizeBytes());
   const swapped = await access.registry.swapIn(g.tempName);
@@ -390,7 +448,8 @@ async function completeGroup(
     perChunkSaved += saved;
     totals.executedChunks += 1;
     const timeTakenMs = performance.now() - m.startedMs;
-    access.log.info({ ...range, weight: m.weight, keptRecords: m.kept, removedRecords: m.removed, spaceSavedBytes: saved, timeTakenMs: Math.round(timeTakenMs) },
+    const thread = m.thread ? { threadId: m.thread.threadId, rewriteStartedAtMs: m.thread.startedAtMs, rewriteFinishedAtMs: m.thread.finishedAtMs } : {};
+    access.log.info({ ...range, weight: m.weight, keptRecords: m.kept, removedRecords: m.removed, spaceSavedBytes: saved, timeTakenMs: Math.round(timeTakenMs), ...thread },
       `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${m.weight}`);
     await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes: saved, wasScavenged: true, weight: m.weight, errorMessage: '' });
   }
@@ -408,73 +467,88 @@ function logSkipped(access: ScavengeAccess, point: ScavengePoint, chunk: Chunk, 
   access.log.info({ ...range, weight, threshold: point.threshold }, `skipping chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${weight}`);
 }
 
-/** Swaps a finished, durable copy in, resets the chunk's weights, logs and reports it. */
-async function completeOne(
-  access: ScavengeAccess, state: ScavengeState, chunk: Chunk,
-  copy: { weight: number; tempName: string; startedMs: number } & RewriteDone,
-  run: { scavengeId: string; listener: ScavengeListener }, totals: ExecutionTotals,
-): Promise<void> {
-  const range = { chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber };
-  const swapped = await access.registry.swapIn(copy.tempName);
-  const spaceSavedBytes = swapped.oldSizeBytes - swapped.newSizeBytes;
-  state.transaction(() => {
-    for (let n = range.chunkStartNumber; n <= range.chunkEndNumber; n++) state.resetChunkWeight(n);
-  });
-  totals.spaceSavedBytes += spaceSavedBytes;
-  totals.executedChunks += 1;
-  totals.maxChunkScavenged = Math.max(totals.maxChunkScavenged, range.chunkEndNumber);
-  const timeTakenMs = performance.now() - copy.startedMs;
-  access.log.info({
-    ...range, weight: copy.weight, keptRecords: copy.kept, removedRecords: copy.removed, spaceSavedBytes, timeTakenMs: Math.round(timeTakenMs),
-    threadId: copy.threadId, rewriteStartedAtMs: copy.startedAtMs, rewriteFinishedAtMs: copy.finishedAtMs,
-  }, `scavenged chunk ${range.chunkStartNumber}-${range.chunkEndNumber} with weight ${copy.weight}`);
-  await run.listener.chunkExecuted({ scavengeId: run.scavengeId, ...range, timeTakenMs, spaceSavedBytes, wasScavenged: true, weight: copy.weight, errorMessage: '' });
+/** One file a worker wrote (rewriteChunkRange): the consecutive chunks it covers, in order. */
+export interface RangeGroup {
+  readonly tempName: string;
+  readonly members: ReadonlyArray<{
+    readonly chunkStartNumber: number; readonly kept: number; readonly removed: number; readonly keptBytes: number;
+    readonly startedAtMs: number; readonly finishedAtMs: number;
+  }>;
 }
 
 /**
- * Copies the records of `chunk` that this scavenge keeps into a new scavenged chunk file and
- * makes it durable. A commit record goes too when every event of its write was removed. Used by
- * the worker threads (execute-worker.ts).
+ * Rewrites consecutive chunks the way single-thread execution does (a worker thread's task,
+ * threads > 1): neighbours whose kept data fits one chunk go into one file unless `merging` is
+ * off, predicted from the share the previous chunk kept and taken back when it does not fit.
+ * Returns the files in chunk order, complete and fsynced, not swapped in. On failure the files
+ * are closed (the temp files are deleted when the node next opens).
  */
-export async function rewriteChunk(
-  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>, direct?: DirectFile,
-): Promise<{ kept: number; removed: number }> {
-  const copy = await writeScavengedCopy(chunk, file, chunkSizeBytes, rules, between, direct);
-  await copy.durable;
-  return { kept: copy.kept, removed: copy.removed };
-}
-
-/**
- * First stage of a rewrite: reads and filters `chunk` into `file`. Resolves once every kept
- * frame has been handed to the file; `durable` then resolves when map, footer and fsync are done
- * and the file is closed (only then may it be swapped in). The file is closed on failure too.
- */
-export async function writeScavengedCopy(
-  chunk: Chunk, file: BlockFile, chunkSizeBytes: number, rules: DiscardRules, between: () => Promise<void>, direct?: DirectFile,
-): Promise<{ kept: number; removed: number; durable: Promise<void> }> {
-  // One write in flight: the worker threads that use this run several copies at once.
-  const writer = new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, 1, direct);
-  let counts: { kept: number; removed: number };
+export async function rewriteChunkRange(
+  chunks: readonly Chunk[], create: (tempName: string) => { file: BlockFile; direct: DirectFile | undefined },
+  chunkSizeBytes: number, rules: DiscardRules, merging: boolean,
+): Promise<RangeGroup[]> {
+  type Member = RangeGroup['members'][number] & { chunk: Chunk };
+  const groups: RangeGroup[] = [];
+  let open: { tempName: string; file: BlockFile; writer: GroupChunkWriter; members: Member[] } | undefined;
+  const now = (): number => performance.timeOrigin + performance.now();
+  const start = (chunk: Chunk): NonNullable<typeof open> => {
+    const tempName = `${randomUUID()}.scavenge.tmp`;
+    const { file, direct } = create(tempName);
+    return { tempName, file, writer: new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, undefined, direct), members: [] };
+  };
+  const close = async (): Promise<void> => {
+    const g = open;
+    open = undefined;
+    if (!g) return;
+    try {
+      const first = g.members[0];
+      const last = g.members[g.members.length - 1];
+      if (first && last) await g.writer.finish(last.chunk.header.chunkEndNumber, last.chunk.logicalDataEndPosition - first.chunk.startPosition);
+    } finally {
+      await g.writer.settle();
+      await g.file.close();
+    }
+    if (g.members.length > 0) groups.push({ tempName: g.tempName, members: g.members.map(({ chunk: _chunk, ...m }) => m) });
+  };
+  let keptShare = 1;
   try {
-    counts = await filterChunk(chunk, writer, rules, async () => {
-      await writer.drain();
-      await between();
-    });
+    for (const chunk of chunks) {
+      const startedAtMs = now();
+      if (open && (!merging || open.members.at(-1)!.chunk.header.chunkEndNumber + 1 !== chunk.header.chunkStartNumber
+        || open.writer.dataSizeBytes + chunk.physicalDataSizeBytes * keptShare > chunkSizeBytes)) await close();
+      open ??= start(chunk);
+      let g = open;
+      await g.writer.mark();
+      let counts = await filterChunk(chunk, g.writer, rules, async () => {
+        await g.writer.drain();
+        if (g.members.length > 0 && g.writer.dataSizeBytes > chunkSizeBytes) throw OVERFLOW;
+      }).catch((err: unknown) => {
+        if (err === OVERFLOW) return undefined;
+        throw err;
+      });
+      if (counts === undefined || (g.members.length > 0 && g.writer.dataSizeBytes > chunkSizeBytes)) {
+        await g.writer.rollback();
+        await close();
+        g = open = start(chunk);
+        await g.writer.mark();
+        counts = await filterChunk(chunk, g.writer, rules, async () => { await g.writer.drain(); });
+      }
+      const keptBytes = g.writer.dataSizeBytes - g.members.reduce((n, m) => n + m.keptBytes, 0);
+      g.members.push({ chunk, chunkStartNumber: chunk.header.chunkStartNumber, keptBytes, ...counts, startedAtMs, finishedAtMs: now() });
+      keptShare = chunk.physicalDataSizeBytes > 0 ? keptBytes / chunk.physicalDataSizeBytes : 1;
+      if (!merging) await close();
+    }
+    await close();
   } catch (err: unknown) {
-    await writer.settle();
-    await file.close();
+    const g = open;
+    open = undefined;
+    if (g) {
+      await g.writer.settle().catch(() => {});
+      await g.file.close().catch(() => {});
+    }
     throw err;
   }
-  const durable = (async () => {
-    try {
-      await writer.finish(chunk.header.chunkEndNumber, chunk.logicalDataEndPosition - chunk.startPosition);
-    } finally {
-      await writer.settle();
-      await file.close();
-    }
-  })();
-  durable.catch(() => {}); // the caller awaits it
-  return { ...counts, durable };
+  return groups;
 }
 
 /** Where kept frames go: their map entries, then their bytes (in runs of whole frames). */
