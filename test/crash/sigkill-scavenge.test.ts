@@ -34,14 +34,26 @@ async function buildTemplate(dir: string): Promise<void> {
   await db.close();
 }
 
+/**
+ * The template scavenged once with merging off: many small scavenged chunks, which the next
+ * scavenge (merging on, nothing new to execute) merges in its merge stage. (The execution stage
+ * merges what it rewrites, with one thread or many, so a plain log leaves the merge stage little.)
+ */
+async function buildMergeTemplate(template: string, dir: string): Promise<void> {
+  fs.cpSync(template, dir, { recursive: true });
+  const db = await openTestEngine(engineOptions(dir, { ...OPTS, disableScavengeMerging: true }));
+  try {
+    expect((await scavenge(db)).outcome.result).toBe('Success');
+  } finally {
+    await db.close();
+  }
+}
+
 interface KillReport { target: string; observed: string; mergesBeforeKill: number }
 
 function runAndKill(dir: string, target: string): Promise<KillReport> {
   return new Promise((resolve, reject) => {
-    // With threads = 1 the execution stage merges the chunks it rewrites, so the merge stage has
-    // little left; kills aimed at it run with worker threads (throttle must then be 100), where
-    // the merge stage does all the merging.
-    const pace = target === 'MergingChunks' ? ['--threads', '2', '--throttle', '100'] : ['--throttle', '25'];
+    const pace = ['--throttle', '25'];
     const child = spawn(process.execPath, [DRIVER, '--dir', dir, '--chunk-size', String(OPTS.chunkSizeBytes), '--max-mem-table-size', String(OPTS.maxMemTableSize), ...pace], { stdio: ['ignore', 'pipe', 'pipe'] });
     let observed = 'none';
     let merges = 0; // swapped in by the merge stage
@@ -110,12 +122,14 @@ describe('scavenge crash safety under SIGKILL', () => {
     expect(fs.existsSync(DRIVER), 'build first: make build').toBe(true);
     const template = tempDir('edb-scav-template-');
     await buildTemplate(template);
+    const mergeTemplate = tempDir('edb-scav-merge-template-');
+    await buildMergeTemplate(template, mergeTemplate);
     const killsByPhase = new Map<string, number>(PHASES.map((p) => [p, 0]));
     let killsBetweenMerges = 0;
     for (const target of PHASES) {
       for (let attempt = 0; attempt < 30 && killsByPhase.get(target)! < KILLS_PER_PHASE; attempt++) {
         const dir = tempDir('edb-scav-crash-');
-        fs.cpSync(template, dir, { recursive: true });
+        fs.cpSync(target === 'MergingChunks' ? mergeTemplate : template, dir, { recursive: true });
         const report = await runAndKill(dir, target);
         if (report.observed !== 'finished') killsByPhase.set(report.observed, (killsByPhase.get(report.observed) ?? 0) + 1);
         if (report.observed === 'MergingChunks' && report.mergesBeforeKill > 0) killsBetweenMerges += 1;
