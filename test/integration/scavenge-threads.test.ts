@@ -12,22 +12,41 @@ import type * as EventDbModule from '../../node/src/storage/event-db.js';
 
 const DIST_ENGINE = path.resolve('dist/node/src/storage/event-db.js');
 
+type Engine = Awaited<ReturnType<typeof EventDbModule.openEngine>>;
+
+/** The compiled engine (so worker threads run) on a fresh directory, logging into `lines`. */
+async function openDist(options: { disableScavengeMerging?: boolean } = {}): Promise<{ db: Engine; dir: string; lines: Record<string, unknown>[] }> {
+  expect(fs.existsSync(DIST_ENGINE), 'build first: make build').toBe(true);
+  const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
+  const dir = tempDir();
+  const { log, lines } = capturingLog('info');
+  const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024, ...options }), { log, onFatal: (e) => { throw e; } });
+  return { db, dir, lines };
+}
+
+/** Appends `eventsPerStream` events to each of `count` streams named `prefix-N`; `after(N)` may delete or cap it. */
+async function fill(db: Engine, prefix: string, count: number, eventsPerStream: number, after: (s: number) => Promise<unknown>): Promise<void> {
+  for (let s = 0; s < count; s++) {
+    await db.append(`${prefix}-${s}`, -1, Array.from({ length: eventsPerStream }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
+    await after(s);
+  }
+}
+
+async function scavengeWith(db: Engine, threads: number): Promise<void> {
+  const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
+  expect((await handle.done).result).toBe('Success');
+}
+
 describe('scavenge with threads > 1', () => {
   it('rewrites chunks on worker threads with the same result as one thread', async () => {
-    expect(fs.existsSync(DIST_ENGINE), 'build first: make build').toBe(true);
-    const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
     const results: Record<number, { all: string[]; files: string[] }> = {};
     for (const threads of [1, 3]) {
-      const dir = tempDir();
-      const { log, lines } = capturingLog('info');
-      const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024, disableScavengeMerging: true }), { log, onFatal: (e) => { throw e; } });
-      for (let s = 0; s < 60; s++) {
-        await db.append(`s-${s}`, -1, Array.from({ length: 10 }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
+      const { db, dir, lines } = await openDist({ disableScavengeMerging: true });
+      await fill(db, 's', 60, 10, async (s) => {
         if (s % 3 === 0) await db.deleteStream(`s-${s}`, -2, true);
         if (s % 3 === 1) await db.setStreamMetadata(`s-${s}`, -2, { $maxCount: 2 });
-      }
-      const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
-      expect((await handle.done).result).toBe('Success');
+      });
+      await scavengeWith(db, threads);
       expect(lines.some((l) => l['msg'] === 'chunk execution on worker threads')).toBe(threads > 1);
       const all = await db.readAll(undefined, 100_000, 'forward');
       results[threads] = {
@@ -42,17 +61,10 @@ describe('scavenge with threads > 1', () => {
   });
 
   it('rewrites chunks on different threads at the same time', async () => {
-    const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
-    const dir = tempDir();
-    const { log, lines } = capturingLog('info');
-    const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024, disableScavengeMerging: true }), { log, onFatal: (e) => { throw e; } });
+    const { db, lines } = await openDist({ disableScavengeMerging: true });
     // Enough chunks (about 80) that each thread works far longer than the threads take to start.
-    for (let s = 0; s < 1000; s++) {
-      await db.append(`p-${s}`, -1, Array.from({ length: 10 }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
-      if (s % 2 === 0) await db.deleteStream(`p-${s}`, -2, true);
-    }
-    const handle = db.startScavenge(crypto.randomUUID(), { threads: 2, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
-    expect((await handle.done).result).toBe('Success');
+    await fill(db, 'p', 1000, 10, async (s) => { if (s % 2 === 0) await db.deleteStream(`p-${s}`, -2, true); });
+    await scavengeWith(db, 2);
     await db.close();
     // Each chunk's line says which thread rewrote it and when: two threads, and rewrites of
     // different threads overlapping in time.
@@ -65,20 +77,13 @@ describe('scavenge with threads > 1', () => {
   });
 
   it('merges neighbouring chunks on the worker threads while rewriting them', async () => {
-    const { openEngine } = (await import(DIST_ENGINE)) as typeof EventDbModule;
     const outcome: Record<number, { all: string[]; files: number }> = {};
     for (const threads of [1, 2]) {
-      const dir = tempDir();
-      const { log, lines } = capturingLog('info');
-      const db = await openEngine(engineOptions(dir, { chunkSizeBytes: 32 * 1024 }), { log, onFatal: (e) => { throw e; } });
+      const { db, dir, lines } = await openDist();
       // 90% of the streams deleted: the kept data of several neighbouring chunks fits one chunk.
-      for (let s = 0; s < 100; s++) {
-        await db.append(`m-${s}`, -1, Array.from({ length: 5 }, (_, i) => jsonEvent({ s, i, pad: 'q'.repeat(200) })));
-        if (s % 10 !== 0) await db.deleteStream(`m-${s}`, -2, true);
-      }
+      await fill(db, 'm', 100, 5, async (s) => { if (s % 10 !== 0) await db.deleteStream(`m-${s}`, -2, true); });
       const chunksBefore = fs.readdirSync(path.join(dir, 'db')).filter((f) => f.startsWith('chunk-')).length;
-      const handle = db.startScavenge(crypto.randomUUID(), { threads, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
-      expect((await handle.done).result).toBe('Success');
+      await scavengeWith(db, threads);
       const executionDone = lines.findIndex((l) => l['msg'] === 'chunk execution done');
       const mergedWhileRewriting = lines.slice(0, executionDone).filter((l) => l['msg'] === 'chunks merged');
       expect(mergedWhileRewriting.length).toBeGreaterThan(0);
