@@ -7,6 +7,7 @@ import { encodeChunkFooter, encodeChunkHeader } from '../format/chunk-header.js'
 import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { forEachFrame } from './chunk-frames.js';
+import { MemoryChunkStorage } from '../chunk/chunk-storage.js';
 import { rewriteChunkRange, type DiscardRules } from './execute.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
 
@@ -45,11 +46,11 @@ describe('forEachFrame', () => {
 
   it('walks a scavenged chunk through its position map', async () => {
     const { chunk, positions } = completedChunk(300);
-    const file = new MemoryBlockFile('copy.tmp');
+    const storage = new MemoryChunkStorage();
     const rules: DiscardRules = { ...noRules, originals: new Map([['s-1', { stream: 's-1', isTombstoned: true, maxAgeSeconds: null, maxCount: null, truncateBefore: null, discardPoint: 0, maybeDiscardPoint: 0, lastEventNumber: 1, status: 'Active' as const }]]) };
-    const groups = await rewriteChunkRange([chunk], () => ({ file, direct: undefined }), CHUNK_SIZE, rules, true);
+    const groups = await rewriteChunkRange([chunk], storage, CHUNK_SIZE, rules, true);
     expect(groups.map((g) => g.members.map((m) => m.removed))).toEqual([[2]]);
-    const scavenged = Chunk.open(file, true);
+    const scavenged = Chunk.open(storage.open(groups[0]!.tempName), true);
     const seen: number[] = [];
     await forEachFrame(scavenged, (_b, _f, _s, logicalOffset) => { seen.push(scavenged.startPosition + logicalOffset); }, async () => {});
     expect(seen).toEqual(positions.filter((_, i) => i !== 2 && i !== 3));
@@ -62,7 +63,7 @@ describe('forEachFrame', () => {
     const byte = file.readSync(at, 1);
     file.writeSync(Buffer.from([byte[0]! ^ 0x10]), at);
     await expect(forEachFrame(chunk, () => {}, async () => {})).rejects.toMatchObject({ code: 'EDB_CHUNK_CORRUPT' });
-    const copy = rewriteChunkRange([chunk], () => ({ file: new MemoryBlockFile('copy.tmp'), direct: undefined }), CHUNK_SIZE, noRules, true);
+    const copy = rewriteChunkRange([chunk], new MemoryChunkStorage(), CHUNK_SIZE, noRules, true);
     await expect(copy).rejects.toMatchObject({ code: 'EDB_CHUNK_CORRUPT' });
   });
 

@@ -4,10 +4,9 @@
  * files in the directory it is told; the main thread swaps them in.
  */
 import { parentPort, threadId, workerData } from 'node:worker_threads';
-import path from 'node:path';
 import { Chunk } from '../chunk/chunk.js';
 import { NodeBlockFile } from '../../platform/block-file.js';
-import { openDirect } from '../../platform/direct-file.js';
+import { DirectoryChunkStorage } from '../chunk/chunk-storage.js';
 import { rewriteChunkRange, type DiscardRules } from './execute.js';
 import type { MetastreamData, OriginalStreamData } from './scavenge-types.js';
 import type { RewriteReply, RewriteTask } from './chunk-rewrite-pool.js';
@@ -38,17 +37,7 @@ async function handle(task: RewriteTask): Promise<RewriteReply> {
       sources.push(file);
       return Chunk.open(file, false);
     });
-    const create = (tempName: string): { file: NodeBlockFile; direct: ReturnType<typeof openDirect> } => {
-      const target = path.join(task.dir, tempName);
-      const file = NodeBlockFile.create(target);
-      try {
-        return { file, direct: openDirect(target) };
-      } catch (err: unknown) {
-        void file.close().catch(() => {});
-        throw err;
-      }
-    };
-    const groups = await rewriteChunkRange(chunks, create, input.chunkSizeBytes, rules, task.merging);
+    const groups = await rewriteChunkRange(chunks, new DirectoryChunkStorage(task.dir), input.chunkSizeBytes, rules, task.merging);
     return { id: task.id, groups, threadId };
   } catch (err: unknown) {
     return { id: task.id, error: (err as Error).message };

@@ -15,6 +15,7 @@ import {
 } from './record-fields.js';
 import type { BlockFile } from '../../platform/block-file.js';
 import type { DirectFile } from '../../platform/direct-file.js';
+import type { ChunkStorage } from '../chunk/chunk-storage.js';
 import { FatalError, assert } from '../../errors.js';
 import { ChunkRewritePool } from './chunk-rewrite-pool.js';
 import { GroupChunkWriter } from './group-chunk-writer.js';
@@ -319,7 +320,7 @@ async function executeInThread(
   };
   const open = (chunk: Chunk): OpenGroup => {
     const tempName = `${randomUUID()}.scavenge.tmp`;
-    const { file, writer } = createCopy(access, tempName, chunk.header.chunkStartNumber);
+    const { file, writer } = createCopy(access.registry.storage, tempName, access.chunkSizeBytes, chunk.header.chunkStartNumber);
     return { tempName, file, writer, members: [] };
   };
   try {
@@ -332,39 +333,16 @@ async function executeInThread(
         logSkipped(access, point, chunk, weight);
         markDone(chunk);
       } else {
-        if (group && (!merging || group.members.at(-1)!.chunk.header.chunkEndNumber + 1 !== chunk.header.chunkStartNumber
-          || group.writer.dataSizeBytes + chunk.physicalDataSizeBytes * keptShare > access.chunkSizeBytes)) close();
+        if (group && !joinsGroup(group, chunk, merging, keptShare, access.chunkSizeBytes)) close();
         group ??= open(chunk);
-        let g: OpenGroup = group;
-        await g.writer.mark();
-        let counts = await filterChunk(chunk, g.writer, rules, async () => {
-          await g.writer.drain();
-          if (g.members.length > 0 && g.writer.dataSizeBytes > access.chunkSizeBytes) throw OVERFLOW;
-          await pacer.yieldNow();
-        }).catch(async (err: unknown) => {
-          if (err === OVERFLOW) return undefined;
-          if (err instanceof ScavengeStopped) await g.writer.rollback();
-          throw err;
-        });
-        if (counts === undefined || (g.members.length > 0 && g.writer.dataSizeBytes > access.chunkSizeBytes)) {
-          // It does not fit: the group closes without it, and it starts the next one.
+        const added = await filterIntoGroup(chunk, group, rules, access.chunkSizeBytes, () => pacer.yieldNow(), () => {
           access.log.debug({ chunkStartNumber: chunk.header.chunkStartNumber, chunkEndNumber: chunk.header.chunkEndNumber },
             'chunk does not fit the chunk being merged: it is read again into a new one');
-          await g.writer.rollback();
           close();
-          g = group = open(chunk);
-          await g.writer.mark();
-          counts = await filterChunk(chunk, g.writer, rules, async () => {
-            await g.writer.drain();
-            await pacer.yieldNow();
-          }).catch(async (err: unknown) => {
-            if (err instanceof ScavengeStopped) await g.writer.rollback();
-            throw err;
-          });
-        }
-        const keptBytes = g.writer.dataSizeBytes - (g.members.length > 0 ? g.members.reduce((n, m) => n + m.keptBytes, 0) : 0);
-        g.members.push({ chunk, weight, startedMs, keptBytes, ...counts });
-        keptShare = chunk.physicalDataSizeBytes > 0 ? keptBytes / chunk.physicalDataSizeBytes : 1;
+          return (group = open(chunk));
+        });
+        added.group.members.push({ chunk, weight, startedMs, keptBytes: added.keptBytes, kept: added.kept, removed: added.removed });
+        keptShare = added.keptShare;
         if (!merging) close();
       }
       // Throttled, the copies closed so far are made durable and swapped in before the rest: that
@@ -395,11 +373,10 @@ async function executeInThread(
 }
 
 /**
- * A new scavenged chunk file `tempName` and its writer, which writes it direct (bypassing the
- * page cache) where the filesystem allows.
+ * A new scavenged chunk file `tempName` in `storage` and its writer, which writes it direct
+ * (bypassing the page cache) where the filesystem allows.
  */
-function createCopy(access: ScavengeAccess, tempName: string, chunkStartNumber: number): { file: BlockFile; writer: GroupChunkWriter } {
-  const storage = access.registry.storage;
+function createCopy(storage: ChunkStorage, tempName: string, chunkSizeBytes: number, chunkStartNumber: number): { file: BlockFile; writer: GroupChunkWriter } {
   const file = storage.create(tempName);
   let direct: DirectFile | undefined;
   try {
@@ -408,11 +385,61 @@ function createCopy(access: ScavengeAccess, tempName: string, chunkStartNumber: 
     void file.close().catch(() => {});
     throw err;
   }
-  return { file, writer: new GroupChunkWriter(file, access.chunkSizeBytes, chunkStartNumber, undefined, direct) };
+  return { file, writer: new GroupChunkWriter(file, chunkSizeBytes, chunkStartNumber, undefined, direct) };
 }
 
 /** Thrown (and caught) inside a chunk walk when the open group cannot take the chunk's data. */
 const OVERFLOW = new Error('the group is full');
+
+/** What the grouping steps below need of a group being written (one thread, or a worker's range). */
+interface GroupInProgress {
+  readonly writer: GroupChunkWriter;
+  readonly members: ReadonlyArray<{ readonly chunk: Chunk; readonly keptBytes: number }>;
+}
+
+/**
+ * Whether `chunk` goes into the open group `g`: merging is on, it is the next chunk, and its kept
+ * data, predicted from the share the previous chunk kept, fits one chunk.
+ */
+function joinsGroup(g: GroupInProgress, chunk: Chunk, merging: boolean, keptShare: number, chunkSizeBytes: number): boolean {
+  return merging && g.members.at(-1)!.chunk.header.chunkEndNumber + 1 === chunk.header.chunkStartNumber
+    && g.writer.dataSizeBytes + chunk.physicalDataSizeBytes * keptShare <= chunkSizeBytes;
+}
+
+/**
+ * Reads and filters `chunk` into group `g`. When its data turns out not to fit (the group
+ * already has members and grows past one chunk), what it added is taken back and it is read
+ * again into the group `reopen` starts (after closing `g`). A stop takes back what it added.
+ * Returns the group it went into, its counts, the bytes it kept and their share of its data.
+ */
+async function filterIntoGroup<G extends GroupInProgress>(
+  chunk: Chunk, g: G, rules: DiscardRules, chunkSizeBytes: number, between: () => Promise<void>, reopen: () => G | Promise<G>,
+): Promise<{ group: G; kept: number; removed: number; keptBytes: number; keptShare: number }> {
+  const overflows = (target: G): boolean => target.members.length > 0 && target.writer.dataSizeBytes > chunkSizeBytes;
+  const fill = async (target: G, mayOverflow: boolean): Promise<{ kept: number; removed: number } | undefined> => {
+    await target.writer.mark();
+    return filterChunk(chunk, target.writer, rules, async () => {
+      await target.writer.drain();
+      if (mayOverflow && overflows(target)) throw OVERFLOW;
+      await between();
+    }).catch(async (err: unknown) => {
+      if (err === OVERFLOW) return undefined;
+      if (err instanceof ScavengeStopped) await target.writer.rollback();
+      throw err;
+    });
+  };
+  let group = g;
+  let counts = await fill(group, true);
+  if (counts === undefined || overflows(group)) {
+    await group.writer.rollback();
+    group = await reopen();
+    counts = await fill(group, false);
+    assert(counts !== undefined, 'a chunk read into a new group always fits');
+  }
+  const keptBytes = group.writer.dataSizeBytes - group.members.reduce((n, m) => n + m.keptBytes, 0);
+  const keptShare = chunk.physicalDataSizeBytes > 0 ? keptBytes / chunk.physicalDataSizeBytes : 1;
+  return { group, ...counts, keptBytes, keptShare };
+}
 
 interface GroupMember {
   chunk: Chunk; weight: number; startedMs: number; keptBytes: number; kept: number; removed: number;
@@ -484,8 +511,7 @@ export interface RangeGroup {
  * are closed (the temp files are deleted when the node next opens).
  */
 export async function rewriteChunkRange(
-  chunks: readonly Chunk[], create: (tempName: string) => { file: BlockFile; direct: DirectFile | undefined },
-  chunkSizeBytes: number, rules: DiscardRules, merging: boolean,
+  chunks: readonly Chunk[], storage: ChunkStorage, chunkSizeBytes: number, rules: DiscardRules, merging: boolean,
 ): Promise<RangeGroup[]> {
   type Member = RangeGroup['members'][number] & { chunk: Chunk };
   const groups: RangeGroup[] = [];
@@ -493,8 +519,7 @@ export async function rewriteChunkRange(
   const now = (): number => performance.timeOrigin + performance.now();
   const start = (chunk: Chunk): NonNullable<typeof open> => {
     const tempName = `${randomUUID()}.scavenge.tmp`;
-    const { file, direct } = create(tempName);
-    return { tempName, file, writer: new GroupChunkWriter(file, chunkSizeBytes, chunk.header.chunkStartNumber, undefined, direct), members: [] };
+    return { tempName, ...createCopy(storage, tempName, chunkSizeBytes, chunk.header.chunkStartNumber), members: [] };
   };
   const close = async (): Promise<void> => {
     const g = open;
@@ -514,28 +539,17 @@ export async function rewriteChunkRange(
   try {
     for (const chunk of chunks) {
       const startedAtMs = now();
-      if (open && (!merging || open.members.at(-1)!.chunk.header.chunkEndNumber + 1 !== chunk.header.chunkStartNumber
-        || open.writer.dataSizeBytes + chunk.physicalDataSizeBytes * keptShare > chunkSizeBytes)) await close();
+      if (open && !joinsGroup(open, chunk, merging, keptShare, chunkSizeBytes)) await close();
       open ??= start(chunk);
-      let g = open;
-      await g.writer.mark();
-      let counts = await filterChunk(chunk, g.writer, rules, async () => {
-        await g.writer.drain();
-        if (g.members.length > 0 && g.writer.dataSizeBytes > chunkSizeBytes) throw OVERFLOW;
-      }).catch((err: unknown) => {
-        if (err === OVERFLOW) return undefined;
-        throw err;
-      });
-      if (counts === undefined || (g.members.length > 0 && g.writer.dataSizeBytes > chunkSizeBytes)) {
-        await g.writer.rollback();
+      const added = await filterIntoGroup(chunk, open, rules, chunkSizeBytes, async () => {}, async () => {
         await close();
-        g = open = start(chunk);
-        await g.writer.mark();
-        counts = await filterChunk(chunk, g.writer, rules, async () => { await g.writer.drain(); });
-      }
-      const keptBytes = g.writer.dataSizeBytes - g.members.reduce((n, m) => n + m.keptBytes, 0);
-      g.members.push({ chunk, chunkStartNumber: chunk.header.chunkStartNumber, keptBytes, ...counts, startedAtMs, finishedAtMs: now() });
-      keptShare = chunk.physicalDataSizeBytes > 0 ? keptBytes / chunk.physicalDataSizeBytes : 1;
+        return (open = start(chunk));
+      });
+      added.group.members.push({
+        chunk, chunkStartNumber: chunk.header.chunkStartNumber, keptBytes: added.keptBytes, kept: added.kept, removed: added.removed,
+        startedAtMs, finishedAtMs: now(),
+      });
+      keptShare = added.keptShare;
       if (!merging) await close();
     }
     await close();
@@ -636,7 +650,7 @@ export async function mergeChunks(
     const first = group[0]!;
     const last = group[group.length - 1]!;
     const tempName = `${randomUUID()}.merge.scavenge.tmp`;
-    const { file, writer } = createCopy(access, tempName, first.header.chunkStartNumber);
+    const { file, writer } = createCopy(access.registry.storage, tempName, access.chunkSizeBytes, first.header.chunkStartNumber);
     try {
       // Whole blocks are copied: merging keeps every frame, only the map needs each one.
       for (const chunk of group) {
