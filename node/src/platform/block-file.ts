@@ -91,13 +91,7 @@ export class NodeBlockFile implements BlockFile {
   }
 
   async write(buf: Uint8Array, position: number): Promise<void> {
-    let done = 0;
-    // Partial writes are looped until every byte is down.
-    while (done < buf.length) {
-      const { bytesWritten } = await writeAt(this.fd, buf, done, position + done);
-      if (bytesWritten === 0) throw new Error(`write to ${this.path} made no progress`);
-      done += bytesWritten;
-    }
+    await writeAll(this.fd, buf, position, this.path);
     this.size = Math.max(this.size, position + buf.length);
     ioCounters.writtenBytes += buf.length;
     ioCounters.writeOps += 1;
@@ -137,6 +131,16 @@ export function writeAllSync(fd: number, buf: Uint8Array, position: number, what
     const n = fs.writeSync(fd, buf, done, buf.length - done, position + done);
     if (n === 0) throw new Error(`write to ${what} made no progress`);
     done += n;
+  }
+}
+
+/** `writeAllSync` in libuv's thread pool. */
+export async function writeAll(fd: number, buf: Uint8Array, position: number, what: string): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await writeAt(fd, buf, done, position + done);
+    if (bytesWritten === 0) throw new Error(`write to ${what} made no progress`);
+    done += bytesWritten;
   }
 }
 

@@ -17,6 +17,7 @@
  * answers undefined and callers write through the page cache as before.
  */
 import fs from 'node:fs';
+import { writeAll } from './block-file.js';
 
 /** Alignment of address, offset and length of a direct write (the common logical block size and the page size). */
 export const DIRECT_IO_ALIGNMENT_BYTES = 4096;
@@ -68,15 +69,9 @@ function isRefusal(err: unknown): boolean {
 class NodeDirectFile implements DirectFile {
   constructor(readonly path: string, private readonly fd: number) {}
 
-  async write(buf: Buffer, position: number): Promise<void> {
-    let done = 0;
-    while (done < buf.length) {
-      const n = await new Promise<number>((resolve, reject) =>
-        fs.write(this.fd, buf, done, buf.length - done, position + done, (err, written) => (err ? reject(err) : resolve(written))));
-      if (n === 0) throw new Error(`direct write to ${this.path} made no progress`);
-      // A short direct write ends on an aligned boundary too (the device wrote whole blocks).
-      done += n;
-    }
+  write(buf: Buffer, position: number): Promise<void> {
+    // A short direct write ends on an aligned boundary too (the device wrote whole blocks).
+    return writeAll(this.fd, buf, position, this.path);
   }
 
   close(): Promise<void> {

@@ -30,7 +30,7 @@ import { FatalError, assert } from '../../errors.js';
 import { giveBackScratch, takeScratch } from '../chunk/scratch-buffers.js';
 import { POSMAP_ENTRY_BYTES } from '../chunk/position-map.js';
 import { crc32Combine } from './crc32-combine.js';
-import { DIRECT_IO_ALIGNMENT_BYTES, giveBackAligned, takeAligned, type DirectFile } from '../../platform/direct-file.js';
+import { DIRECT_IO_ALIGNMENT_BYTES, alignUp, giveBackAligned, takeAligned, type DirectFile } from '../../platform/direct-file.js';
 
 const FLUSH_BYTES = 2 * 1024 * 1024;
 /** Position map entries per page (a power of two): 768 KiB pages. */
@@ -98,7 +98,7 @@ export class GroupChunkWriter {
 
   private newBuffer(sizeBytes: number): Buffer {
     if (!this.direct) return sizeBytes === OUT_BUFFER_BYTES ? takeScratch(sizeBytes) : Buffer.allocUnsafe(sizeBytes);
-    return takeAligned(Math.ceil(sizeBytes / DIRECT_IO_ALIGNMENT_BYTES) * DIRECT_IO_ALIGNMENT_BYTES);
+    return takeAligned(alignUp(sizeBytes));
   }
 
   private giveBack(buf: Buffer): void {
@@ -250,8 +250,8 @@ export class GroupChunkWriter {
       try {
         await oldest.done;
       } finally {
+        // A bigger one-off buffer (a frame larger than a buffer) is let go.
         if (oldest.buf.length === OUT_BUFFER_BYTES) this.free.push(oldest.buf);
-        else this.giveBack(oldest.buf);
       }
     }
   }

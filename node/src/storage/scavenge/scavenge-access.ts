@@ -72,18 +72,14 @@ export class ScavengePacer {
   async afterUnit(checkStop = true): Promise<void> {
     const workedMs = performance.now() - this.workStartedMs;
     this.activeMs += workedMs;
-    if (this.throttlePercent < 100) {
-      // The rest owed so far, not just this unit's: timers count whole milliseconds and may
-      // fire before a fractional delay has passed, which over many short units (a chunk from its
-      // summary takes about a millisecond) added up to less rest than work.
-      const owedMs = (this.activeMs * (100 - this.throttlePercent)) / this.throttlePercent - this.restMs;
-      if (owedMs >= 1) {
-        const restStartedMs = performance.now();
-        await sleepUnlessAborted(Math.ceil(owedMs), this.signal);
-        this.restMs += performance.now() - restStartedMs;
-      } else {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
+    // The rest owed so far, not just this unit's: timers count whole milliseconds and may fire
+    // before a fractional delay has passed, which over many short units (a chunk from its
+    // summary takes about a millisecond) added up to less rest than work.
+    const owedMs = this.throttled ? (this.activeMs * (100 - this.throttlePercent)) / this.throttlePercent - this.restMs : 0;
+    if (owedMs >= 1) {
+      const restStartedMs = performance.now();
+      await sleepUnlessAborted(Math.ceil(owedMs), this.signal);
+      this.restMs += performance.now() - restStartedMs;
     } else {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
