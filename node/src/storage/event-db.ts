@@ -30,7 +30,7 @@ import { LogWriterThread } from './writer/log-writer-thread.js';
 import { encodeGroup, plannedSizeBytes, type EncodedGroup, type PlannedRecordGroup } from './writer/write-batch.js';
 import {
   EMPTY_METADATA, METADATA_EVENT_TYPE, SOFT_DELETED_TRUNCATE_BEFORE, TOMBSTONE_EVENT_TYPE, firstVisibleEventNumber,
-  isExpired, isMetastream, isSoftDeleted, metastreamOf, originalStreamOf, parseStreamMetadata,
+  isExpired, isMetastream, isSoftDeleted, isTombstonePrepare, metastreamOf, originalStreamOf, parseStreamMetadata,
 } from './stream-metadata.js';
 import { APPEND_EVENT_COUNT_MAX, CHUNK_HEADER_SIZE_BYTES, INDEX_REPLAY_BYTES_MAX, EVENT_TYPE_BYTES_MAX, STREAM_NAME_BYTES_MAX, WRITE_BATCH_BYTES_MAX } from './limits.js';
 import { isUuid, utf8LengthBytes } from './format/binary.js';
@@ -592,7 +592,7 @@ export class Engine implements EventDb {
     notes.noteWrite(stream, nowMs);
     const metadata = isMetastream(stream);
     for (const e of events) {
-      if (metadata || (e.flags & PrepareFlags.StreamDelete) !== 0 || e.eventNumber === TOMBSTONE_EVENT_NUMBER) notes.notePosition(e.logPosition);
+      if (metadata || isTombstonePrepare(e.flags, e.eventNumber)) notes.notePosition(e.logPosition);
     }
   }
 

@@ -3,6 +3,7 @@
  * Pure functions; the engine applies them on every stream read.
  */
 import { TOMBSTONE_EVENT_NUMBER, type StreamAcl, type StreamMetadata } from './event-db-types.js';
+import { PrepareFlags } from './format/record.js';
 
 export const METASTREAM_PREFIX = '$$';
 export const METADATA_EVENT_TYPE = '$metadata';
@@ -14,6 +15,14 @@ export const EMPTY_METADATA: StreamMetadata = { raw: {} };
 
 export function isMetastream(stream: string): boolean {
   return stream.startsWith(METASTREAM_PREFIX);
+}
+
+/**
+ * Whether a prepare is a tombstone (hard delete of its stream): the StreamDelete flag, or the
+ * tombstone event number. The writer's chunk summaries and accumulation must agree on this.
+ */
+export function isTombstonePrepare(flags: number, eventNumber: number): boolean {
+  return (flags & PrepareFlags.StreamDelete) !== 0 || eventNumber === TOMBSTONE_EVENT_NUMBER;
 }
 
 export function metastreamOf(stream: string): string {

@@ -5,9 +5,8 @@
  * min/max timestamp of each logical chunk, and weight for the chunk of every metadata record
  * that a newer one replaces. One state transaction per chunk, with the checkpoint.
  */
-import { PrepareFlags, RecordType, decodePayload } from '../format/record.js';
-import { TOMBSTONE_EVENT_NUMBER } from '../event-db-types.js';
-import { isMetastream, originalStreamOf, parseStreamMetadata, metastreamOf } from '../stream-metadata.js';
+import { RecordType, decodePayload } from '../format/record.js';
+import { isMetastream, isTombstonePrepare, originalStreamOf, parseStreamMetadata, metastreamOf } from '../stream-metadata.js';
 import { FRAME_PAYLOAD_OFFSET_BYTES, corrupt, forEachFrame, frameChecksumOk } from './chunk-frames.js';
 import { RECORD_FRAME_OVERHEAD_BYTES, RECORD_SIZE_BYTES_MAX } from '../limits.js';
 import type { ChunkSummary } from '../chunk/chunk-summary.js';
@@ -123,7 +122,7 @@ class ChunkScan {
       const record = decodePayload(block.subarray(frame + FRAME_PAYLOAD_OFFSET_BYTES, frame + size - 4));
       if (record.type === RecordType.Prepare) this.changes.metadata(this.stream, prepareEventNumber(block, frame), this.timeChunk, record.data);
       this.decoded++;
-    } else if ((prepareFlags(block, frame) & PrepareFlags.StreamDelete) !== 0 || prepareEventNumber(block, frame) === TOMBSTONE_EVENT_NUMBER) {
+    } else if (isTombstonePrepare(prepareFlags(block, frame), prepareEventNumber(block, frame))) {
       // A tombstone discards a whole stream: checked on its own like a metadata record.
       if (!frameChecksumOk(block, frame, size)) throw corrupt(this.chunk, logicalOffset, 'checksum mismatch');
       this.changes.tombstone(this.stream);
