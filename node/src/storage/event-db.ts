@@ -36,6 +36,7 @@ import { APPEND_EVENT_COUNT_MAX, CHUNK_HEADER_SIZE_BYTES, INDEX_REPLAY_BYTES_MAX
 import { isUuid, utf8LengthBytes } from './format/binary.js';
 import type { IndexEntry, StreamHasher, StreamIndex } from './index/stream-index-port.js';
 import { ioCounters } from '../platform/block-file.js';
+import { lockDatabaseDirectories, type DirectoryLock } from '../platform/directory-lock.js';
 import { BoundedCache } from './bounded-cache.js';
 import { openIndexForEngine } from './index-adapter.js';
 import {
@@ -215,6 +216,8 @@ export class Engine implements EventDb {
   private readonly hasher: StreamHasher;
   private readonly nowMs: () => number;
   private chaserTimer: NodeJS.Timeout | undefined;
+  /** The lock on the data (and index) directory, released last at close; none with --mem-db. */
+  directoryLock: DirectoryLock | undefined;
   private readonly flushStats = { last: 0, total: 0, max: 0, count: 0, lastDelayMs: 0, totalDelayMs: 0, maxDelayMs: 0, recentMeanBytes: 0 };
   private readonly cacheStats = { cachedRecord: 0, notCachedRecord: 0, cachedStreamInfo: 0, notCachedStreamInfo: 0, hashCollisions: 0 };
 
@@ -1046,6 +1049,7 @@ export class Engine implements EventDb {
     await this.registry.close();
     await this.checkpoints.close();
     await this.writerThread?.close();
+    this.directoryLock?.release();
   }
 }
 
@@ -1119,10 +1123,19 @@ export async function openEventDb(options: EventDbOptions, deps: EventDbDeps): P
 export async function openEngine(options: EventDbOptions, deps: EventDbDeps): Promise<Engine> {
   const log = deps.log.child({ component: 'storage' });
   const startedMs = performance.now();
-  if (!options.memDb) {
-    fs.mkdirSync(options.dbPath, { recursive: true });
-    fs.mkdirSync(options.indexPath, { recursive: true });
+  // Taken before any file is opened for writing, held until close (or the process ends).
+  const lock = options.memDb ? undefined : lockDatabaseDirectories(options.dbPath, options.indexPath);
+  try {
+    const engine = await openLockedEngine(options, deps, log, startedMs);
+    engine.directoryLock = lock;
+    return engine;
+  } catch (err: unknown) {
+    lock?.release();
+    throw err;
   }
+}
+
+async function openLockedEngine(options: EventDbOptions, deps: EventDbDeps, log: Logger, startedMs: number): Promise<Engine> {
   const checkpoints = await openCheckpoints(options);
   const storage = deps.chunkStorage ?? (options.memDb ? new MemoryChunkStorage() : new DirectoryChunkStorage(options.dbPath));
   let opened: Engine | undefined;
