@@ -9,6 +9,7 @@
  * - a fatal condition reported by the engine is logged synchronously and exits 1.
  */
 import { readFileSync } from 'node:fs';
+import { EventDbError, FatalError, isErrno } from './errors.js';
 import { buildServer } from './api/build-server.js';
 import { createScavengeService, nodeEndpointOf } from './api/scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
@@ -18,6 +19,7 @@ import {
   loadConfig,
   type LoadedConfig,
 } from './config/load.js';
+import { commandLineRequest, renderHelp } from './config/help.js';
 import { createRootLogger, type RootLogger } from './logging.js';
 import { openEventDb } from './storage/event-db.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
@@ -80,7 +82,16 @@ function logStartup(root: RootLogger, loaded: LoadedConfig): void {
   }
 }
 
+/** `--help` and `--version` print and exit 0 before any option is loaded or any file touched. */
+function answerHelpOrVersion(): void {
+  const request = commandLineRequest(process.argv.slice(2));
+  if (request === 'run') return;
+  process.stdout.write(request === 'help' ? renderHelp(packageVersion()) : `${packageVersion()}\n`);
+  process.exit(EXIT_OK);
+}
+
 async function main(): Promise<void> {
+  answerHelpOrVersion();
   const loaded = loadConfigOrExit();
   const { config } = loaded;
   const root = createRootLogger({ level: config.logLevel });
@@ -96,6 +107,13 @@ async function main(): Promise<void> {
   try {
     await startNode(root, loaded, exitFatal);
   } catch (err: unknown) {
+    // A refusal with a stable code (a locked directory, a port in use...) is the user's to act
+    // on: its message, without a stack. Anything else is a bug or a fault: the whole error.
+    if (err instanceof EventDbError && !(err instanceof FatalError)) {
+      log.fatal({ code: err.code, ...err.details }, `startup refused: ${err.message}`);
+      root.flushSync();
+      process.exit(EXIT_FATAL);
+    }
     exitFatal(err, 'startup failed');
   }
 }
@@ -158,7 +176,17 @@ async function startNode(
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  const address = await app.listen({ host: config.httpIp, port: config.httpPort });
+  const address = await app.listen({ host: config.httpIp, port: config.httpPort }).catch((err: unknown) => {
+    if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
+    const where = `${config.httpIp}:${config.httpPort}`;
+    throw new EventDbError(
+      'EDB_ADDRESS_UNAVAILABLE',
+      isErrno(err, 'EADDRINUSE')
+        ? `address ${where} is already in use (pick another with --http-port)`
+        : `address ${where} is not an address of this machine (pick another with --http-ip)`,
+      { cause: err },
+    );
+  });
   await scavenges.initialise();
   log.info({ address, memDb: config.memDb, db: config.db, index: config.index }, 'ready');
 }

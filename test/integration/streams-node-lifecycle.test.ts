@@ -2,7 +2,7 @@
  * The node process around the streams API: configuration errors, graceful shutdown on
  * signals, and data that survives a restart on disk.
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -25,6 +25,43 @@ describe('node process', () => {
     const env = await runNode(['--mem-db'], { SERVICE_MEM_DB: 'yes' });
     expect(env.code).toBe(2);
     expect(env.output).toContain('SERVICE_MEM_DB');
+  });
+
+  it('answers --help and --version with exit 0 without touching any file', async () => {
+    const dir = tempDir('edb-help-');
+    try {
+      const help = await runNode(['--help', '--db', 'would-be-created'], {}, dir.path);
+      expect(help.code).toBe(0);
+      expect(help.output).toContain('Usage: eventdb [options]');
+      expect(help.output).toMatch(/--http-port <integer>\n\s+YAML HttpPort, env SERVICE_HTTP_PORT, default 2113/);
+      const short = await runNode(['-h'], {}, dir.path);
+      expect(short.code).toBe(0);
+      expect(short.output).toBe(help.output);
+      const version = await runNode(['--version'], {}, dir.path);
+      expect(version.code).toBe(0);
+      expect(version.output).toBe(`${String(JSON.parse(readFileSync('package.json', 'utf8')).version)}\n`);
+      expect(readdirSync(dir.path)).toEqual([]);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('exits 2 naming the option when a value is out of range', async () => {
+    const port = await runNode(['--mem-db', '--http-port', '70000']);
+    expect(port.code).toBe(2);
+    expect(port.output).toBe('invalid configuration:\n  --http-port: Too big: expected number to be <=65535\n');
+  });
+
+  it('refuses to start on a port in use with a message, not a stack trace', async () => {
+    const first = await startNode();
+    try {
+      const second = await runNode(['--mem-db', '--insecure', '--http-port', String(first.port)]);
+      expect(second.code).toBe(1);
+      expect(second.output).toContain(`startup refused: address 127.0.0.1:${first.port} is already in use`);
+      expect(second.output).not.toContain('"stack"');
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
   });
 
   it('takes options from a YAML file and the environment, flags winning', async () => {

@@ -58,10 +58,12 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
 export function runNode(
   args: string[],
   env: Record<string, string> = {},
+  cwd?: string,
 ): Promise<{ code: number | null; output: string }> {
   const child = spawnLauncher(args, {
     env: { ...process.env, ...env },
     stdio: 'pipe',
+    ...(cwd === undefined ? {} : { cwd }),
   });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));

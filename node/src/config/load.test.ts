@@ -135,3 +135,18 @@ describe('loadConfig with overridden values', () => {
     expect(() => load(['--mem-db'], { SERVICE_MEM_DB: 'yes' })).toThrow(/SERVICE_MEM_DB/);
   });
 });
+
+describe('loadConfig ranges', () => {
+  it('rejects values out of an option range, naming the option as given', () => {
+    expect(issuesOf(() => load(['--http-port', '70000']))).toEqual([
+      '--http-port: Too big: expected number to be <=65535',
+    ]);
+    expect(issuesOf(() => load([], { SERVICE_HTTP_PORT: '-1' }))[0]).toMatch(/^SERVICE_HTTP_PORT: Too small/);
+    expect(issuesOf(() => load(['--scavenge-backend-page-size', '24']))).toEqual([
+      '--scavenge-backend-page-size: must be a power of two (1, 2, 4, ... 64)',
+    ]);
+    expect(issuesOf(() => load(['--max-event-size', '20000000']))[0]).toMatch(/^--max-event-size: Too big/);
+    expect(issuesOf(() => load(['--chunk-size', '4294967296']))[0]).toMatch(/^--chunk-size: Too big/);
+    expect(load(['--http-port', '65535']).config.httpPort).toBe(65535);
+  });
+});

@@ -23,8 +23,14 @@ export interface OptionSpec {
 }
 
 // The helpers' return types are inferred so the schema keeps each option's value type.
-function integerOption(group: OptionGroup, defaultValue: number, description: string, min = 0) {
-  const schema = z.number().int().min(min).max(Number.MAX_SAFE_INTEGER);
+function integerOption(
+  group: OptionGroup,
+  defaultValue: number,
+  description: string,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+) {
+  const schema = z.number().int().min(min).max(max);
   return {
     kind: 'integer' as const,
     group,
@@ -113,18 +119,21 @@ export const NODE_OPTIONS = {
     268_435_456,
     'Logical data size of one chunk file, in bytes.',
     4096,
+    1_073_741_824,
   ),
   maxMemTableSize: integerOption(
     'Database',
     1_000_000,
     'Index entries kept in memory before they are written to a table.',
     1,
+    100_000_000,
   ),
   maxEventSize: integerOption(
     'Database',
     4_194_304,
     'Largest accepted event (data plus metadata), in bytes.',
     1,
+    16_767_216, // a log record holds at most 16 MiB - 10,000 bytes, as in the original
   ),
   streamExistenceFilterSize: integerOption(
     'Database',
@@ -132,15 +141,24 @@ export const NODE_OPTIONS = {
     // "no such stream" for about 30 million streams at ~2% false positives.
     33_554_432,
     'Size of the stream existence bloom filter, in bytes (0 disables it).',
+    0,
+    4_294_967_296,
   ),
   hashCollisionReadLimit: integerOption(
     'Database',
     100,
     'Index entries of other streams walked on a stream hash collision before the read gives up.',
     1,
+    1_000_000,
   ),
   httpIp: stringOption('Interface', '127.0.0.1', 'IP address the HTTP API listens on.'),
-  httpPort: integerOption('Interface', 2113, 'TCP port of the HTTP API (0 picks a free port).', 0),
+  httpPort: integerOption(
+    'Interface',
+    2113,
+    'TCP port of the HTTP API (0 picks a free port).',
+    0,
+    65_535,
+  ),
   disableScavengeMerging: booleanOption(
     'Scavenge',
     false,
@@ -150,6 +168,8 @@ export const NODE_OPTIONS = {
     'Scavenge',
     30,
     'How long scavenge history streams are kept, in days.',
+    0,
+    36_500,
   ),
   alwaysKeepScavenged: {
     ...booleanOption(
@@ -159,22 +179,31 @@ export const NODE_OPTIONS = {
     ),
     deprecationMessage: 'AlwaysKeepScavenged is deprecated and has no effect.',
   },
-  scavengeBackendPageSize: integerOption(
-    'Scavenge',
-    16,
-    'Page size of the scavenge database, in KiB.',
-    1,
-  ),
+  scavengeBackendPageSize: {
+    kind: 'integer' as const,
+    group: 'Scavenge' as const,
+    schema: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .refine((kib) => (kib & (kib - 1)) === 0, 'must be a power of two (1, 2, 4, ... 64)')
+      .default(16)
+      .describe('Page size of the scavenge database, in KiB (a power of two, 1 to 64).'),
+  },
   scavengeBackendCacheSize: integerOption(
     'Scavenge',
     67_108_864,
     'Cache size of the scavenge database, in bytes.',
+    0,
+    17_179_869_184,
   ),
   scavengeHashUsersCacheCapacity: integerOption(
     'Scavenge',
     100_000,
     'Stream hashes remembered for collision checks during accumulation.',
     1,
+    100_000_000,
   ),
 } satisfies Record<string, OptionSpec>;
 
