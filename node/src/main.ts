@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { buildServer } from './api/build-server.js';
-import { createScavengeService, nodeEndpointOf } from './api/scavenge/scavenge-service.js';
+import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
 import {
   ConfigError,

@@ -13,7 +13,7 @@ import { buildServer } from '../../node/src/api/build-server.js';
 import {
   createScavengeService,
   type ScavengeService,
-} from '../../node/src/api/scavenge/scavenge-service.js';
+} from '../../node/src/scavenge/scavenge-service.js';
 import { createSecurity, type Security } from '../../node/src/api/security/security.js';
 import { loadConfig } from '../../node/src/config/load.js';
 import { EventDbError } from '../../node/src/errors.js';

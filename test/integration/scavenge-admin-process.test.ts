@@ -300,6 +300,14 @@ describe('scavenge admin on a fresh in-memory node', () => {
       scavengeId, scavengeLink: `/admin/scavenge/${scavengeId}`, scavengeResult: 'Success',
     });
     expect(await currentScavenge(http)).toEqual({ scavengeId: '', scavengeLink: '' });
+    const followed = await http('GET', `/admin/scavenge/${scavengeId}`, { headers: JSON_ACCEPT });
+    expect([followed.status, followed.json()]).toEqual([
+      200, { scavengeId, scavengeLink: `/admin/scavenge/${scavengeId}`, scavengeResult: 'Success' },
+    ]);
+    const unknownRun = await http('GET', `/admin/scavenge/${randomUUID()}`);
+    expect([unknownRun.status, unknownRun.text]).toEqual([404, 'Scavenge Id does not exist']);
+    const anonymous = await http('GET', `/admin/scavenge/${scavengeId}`, { auth: false });
+    expect(anonymous.status).toBe(401);
 
     const stream = `$scavenges-${scavengeId}`;
     const nodeEndpoint = `127.0.0.1:${node.port}`;
@@ -366,9 +374,12 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
 
   it('shows the running scavenge, refuses a second, answers DELETE once stopped', async () => {
     const scavengeId = await startScavenge(http, '?throttlePercent=1');
-    expect(await currentScavenge(http)).toEqual({
-      scavengeId, scavengeLink: `/admin/scavenge/${scavengeId}`,
-    });
+    const current = await currentScavenge(http);
+    expect(current).toEqual({ scavengeId, scavengeLink: `/admin/scavenge/${scavengeId}` });
+    const running = await http('GET', current.scavengeLink);
+    expect([running.status, running.text]).toEqual([
+      200, `ScavengeId: ${scavengeId}, ScavengeLink: ${current.scavengeLink}, ScavengeResult: InProgress`,
+    ]);
     const second = await http('POST', '/admin/scavenge', { headers: JSON_ACCEPT });
     expect([second.status, second.statusText, second.text]).toEqual([
       400, 'Bad Request', 'Scavenge is already running',
@@ -416,6 +427,8 @@ describe('scavenge admin on disk: long runs, stop, and a kill mid-run', () => {
       result: 'Interrupted',
       error: 'The node was restarted.',
     });
+    const followed = await http('GET', `/admin/scavenge/${scavengeId}?format=json`);
+    expect(followed.json()).toMatchObject({ scavengeId, scavengeResult: 'Interrupted' });
     expect(typeof completed?.data['spaceSaved']).toBe('number');
     expect(typeof completed?.data['maxChunkScavenged']).toBe('number');
     const links = await readLinks(http);

@@ -19,7 +19,7 @@ import { registerScavengeRoutes } from './routes/scavenge.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
-import type { ScavengeService } from './scavenge/scavenge-service.js';
+import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 

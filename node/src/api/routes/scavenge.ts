@@ -7,6 +7,8 @@
  * - `GET /admin/scavenge/current`: the running scavenge, or empty strings when none;
  * - `GET /admin/scavenge/last`: the last run of this process and its result (`Unknown` after a
  *   restart);
+ * - `GET /admin/scavenge/{scavengeId}` (the `scavengeLink` of the answers above): that run,
+ *   `InProgress` or the result its history stream records; 404 when unknown;
  * - `DELETE /admin/scavenge/{scavengeId|current}`: stops the run, answers once it has stopped;
  *   404 `Scavenge Id does not exist` otherwise.
  *
@@ -24,7 +26,7 @@ import type { Authorizer } from '../auth-types.js';
 import {
   CURRENT_SCAVENGE,
   type ScavengeService,
-} from '../scavenge/scavenge-service.js';
+} from '../../scavenge/scavenge-service.js';
 import { parseScavengeParams, ScavengeStartQuerySchema } from '../scavenge/scavenge-params.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { MediaType, negotiate, type MediaTypeValue } from '../streams/media-types.js';
@@ -57,6 +59,13 @@ export const ScavengeLastSchema = z.object({
   scavengeLink: z.string(),
   scavengeResult: z.enum(['Unknown', 'InProgress', 'Success', 'Stopped', 'Errored']),
 });
+export const ScavengeRunSchema = z.object({
+  scavengeId: z.string(),
+  scavengeLink: z.string(),
+  scavengeResult: z
+    .string()
+    .describe('InProgress, or the recorded result: Success, Stopped, Errored, Interrupted (Unknown until recorded)'),
+});
 const FormatQuerySchema = z.object({
   format: z.string().optional().describe('json, xml or text; overrides the Accept header'),
 });
@@ -82,6 +91,7 @@ export function registerScavengeRoutes(app: HostApp, deps: ScavengeRoutesDeps): 
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null));
     registerStart(scope, deps);
     registerReads(scope, deps);
+    registerRunStatus(scope, deps);
     registerStop(scope, deps);
   });
 }
@@ -179,6 +189,39 @@ function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         text:
           `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ` +
           `ScavengeResult: ${scavengeResult}`,
+        fields: [
+          ['ScavengeId', scavengeId],
+          ['ScavengeLink', scavengeLink],
+          ['ScavengeResult', scavengeResult],
+        ],
+      });
+    },
+  );
+}
+
+function registerRunStatus(scope: ZodScope, deps: ScavengeRoutesDeps): void {
+  scope.get(
+    '/admin/scavenge/:scavengeId',
+    {
+      schema: {
+        tags: ['admin'],
+        summary: 'One scavenge by id (the scavengeLink of the other answers): running, or its recorded result',
+        params: StopParamsSchema,
+        querystring: FormatQuerySchema,
+        response: { 200: ScavengeRunSchema, 404: TEXT_ERROR },
+      },
+    },
+    async (req, reply) => {
+      const mediaType = await admit(req, reply, deps, req.query.format);
+      if (mediaType === undefined) return reply;
+      const scavengeId = req.params.scavengeId;
+      const scavengeResult = await deps.scavenges.status(scavengeId);
+      if (scavengeResult === undefined) return sendStatus(reply, 404, 'Not Found', NOT_FOUND_MESSAGE);
+      const scavengeLink = scavengeLinkOf(scavengeId);
+      return sendDto(reply, mediaType, {
+        name: 'ScavengeGetResultDto',
+        json: { scavengeId, scavengeLink, scavengeResult },
+        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ScavengeResult: ${scavengeResult}`,
         fields: [
           ['ScavengeId', scavengeId],
           ['ScavengeLink', scavengeLink],

@@ -16,15 +16,15 @@ import type { AddressInfo } from 'node:net';
 
 import type { Logger } from 'pino';
 
-import { EventDbError } from '../../errors.js';
+import { EventDbError } from '../errors.js';
 import type {
   EventDb,
   ScavengeHandle,
   ScavengeOutcome,
   ScavengeParams,
   ScavengeResult,
-} from '../../storage/event-db-types.js';
-import { completeInterruptedScavenges, scanScavengeLog } from './interrupted-scavenges.js';
+} from '../storage/event-db-types.js';
+import { completeInterruptedScavenges, readRunOutcome, scanScavengeLog } from './interrupted-scavenges.js';
 import { ScavengeHistory, type EventDbForScavengeHistory } from './scavenge-history.js';
 import { ScavengeRun } from './scavenge-run.js';
 
@@ -168,6 +168,18 @@ export class ScavengeService {
   /** The id of the running scavenge, if any. */
   currentScavengeId(): string | undefined {
     return this.active?.run.scavengeId;
+  }
+
+  /**
+   * The state of one run, by id: `InProgress` while it runs, else the result its history
+   * records (`Success`, `Stopped`, `Errored`, `Interrupted`; `Unknown` while a run cut short by
+   * a crash is not yet marked); undefined when no such run is known.
+   */
+  async status(scavengeId: string): Promise<string | undefined> {
+    if (this.active?.run.scavengeId === scavengeId) return 'InProgress';
+    const outcome = await readRunOutcome(this.db, scavengeId);
+    if (outcome === undefined) return undefined;
+    return outcome.result ?? 'Unknown';
   }
 
   last(): LastScavenge {

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 
-import type { RecordedEvent } from '../../storage/event-db-types.js';
+import type { RecordedEvent } from '../storage/event-db-types.js';
 import {
   LINK_EVENT_TYPE,
   SCAVENGES_STREAM,
@@ -94,6 +94,26 @@ export async function completeInterruptedScavenges(
     await options.history.completed(payload);
   }
   return interrupted;
+}
+
+/**
+ * What a run's own stream says of it: undefined when the stream has no `$scavengeStarted` (no
+ * such run, or its history has aged out), else the result of its `$scavengeCompleted`, or
+ * undefined result while none is written.
+ */
+export async function readRunOutcome(
+  db: EventDbForScavengeHistory,
+  scavengeId: string,
+): Promise<{ readonly result: string | undefined } | undefined> {
+  let started = false;
+  let result: string | undefined;
+  for await (const event of readStreamForward(db, scavengeStreamOf(scavengeId))) {
+    if (event.eventType === ScavengeEventType.Started) started = true;
+    if (event.eventType !== ScavengeEventType.Completed) continue;
+    const completed = parseJsonObject(event.data)?.['result'];
+    if (typeof completed === 'string') result = completed;
+  }
+  return started ? { result } : undefined;
 }
 
 type RunTotals = Pick<CompletedPayload, 'timeTakenMs' | 'spaceSavedBytes' | 'maxChunkScavenged'>;

@@ -14,7 +14,7 @@ import type {
   ScavengeListener,
   ScavengeOutcome,
   ScavengeResult,
-} from '../../storage/event-db-types.js';
+} from '../storage/event-db-types.js';
 import { ScavengeEventType, type ScavengeHistory } from './scavenge-history.js';
 import { formatTimeSpan } from './time-span.js';
 

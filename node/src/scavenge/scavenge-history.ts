@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 
 import type { Logger } from 'pino';
 
-import type { AppendResult, EventDb, ScavengeResult } from '../../storage/event-db-types.js';
+import type { AppendResult, EventDb, ScavengeResult } from '../storage/event-db-types.js';
 import { formatTimeSpan } from './time-span.js';
 
 /** The index stream of all scavenge runs. */
