@@ -82,6 +82,11 @@ describe('security-owned routes (inject)', () => {
     expect((await app.inject({ method: 'GET', url: '/ping' })).json()).toEqual({ text: 'Ping request successfully handled' });
     expect((await app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(204);
     expect((await app.inject({ method: 'GET', url: '/health/live?liveCode=200' })).statusCode).toBe(200);
+    // Only final codes: a 1xx answer would leave the client waiting for a final one.
+    for (const liveCode of [100, 101, 199]) {
+      const informational = await app.inject({ method: 'GET', url: `/health/live?liveCode=${liveCode}` });
+      expect([informational.statusCode, informational.body]).toEqual([400, 'Bad Request: /liveCode Too small: expected number to be >=200']);
+    }
     expect((await app.inject({ method: 'POST', url: '/health/live' })).statusCode).toBe(405);
   });
 

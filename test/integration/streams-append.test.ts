@@ -236,6 +236,19 @@ describe('POST /streams/{stream}', () => {
     expect(await eventCount(stream)).toBe(0);
   });
 
+  it('answers 413 with the limit to a body over it, and writes nothing', async () => {
+    const stream = uniqueStream('huge');
+    const limitBytes = 2 * 4 * 1024 * 1024; // twice --max-event-size (a batch), at least 1 MiB
+    const response = await http('POST', `/streams/${stream}`, {
+      headers: { 'content-type': EVENTS_JSON },
+      body: Buffer.alloc(limitBytes + 1, 0x20),
+    });
+    expect(response.status).toBe(413);
+    expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(response.text).toBe(`Request body too large: at most ${limitBytes} bytes are accepted here.`);
+    expect(await eventCount(stream)).toBe(0);
+  });
+
   it('is idempotent for retried batches with expected version Any and with explicit versions', async () => {
     const stream = uniqueStream('idem');
     const events = [newEvent('a', { n: 1 }), newEvent('b', { n: 2 })];
@@ -285,6 +298,7 @@ describe('expected version matrix', () => {
         );
       } else if (status === 400) {
         expect(response.statusText).toBe('Wrong expected EventNumber');
+        expect(response.text).toBe(`Wrong expected EventNumber: the stream's current version is ${result}.`);
         expect(response.headers.get('ES-CurrentVersion')).toBe(String(result));
         expect(response.headers.get('SVC-CurrentVersion')).toBe(String(result));
       } else {

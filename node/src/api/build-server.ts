@@ -62,7 +62,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Stream names may be up to 4096 bytes, percent-encoded in the path.
-    maxParamLength: 16_384,
+    routerOptions: { maxParamLength: 16_384 },
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
   });
   app.setValidatorCompiler(validatorCompiler);

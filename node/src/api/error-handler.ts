@@ -73,7 +73,10 @@ export function handleError(
     return sendText(reply, 400, describeValidation(fastifyError));
   }
   const status = typeof fastifyError.statusCode === 'number' ? fastifyError.statusCode : 500;
-  if (status === 413) return sendText(reply, 400, 'Request body too large.');
+  if (status === 413) {
+    const limitBytes = request.routeOptions.bodyLimit;
+    return sendText(reply, 413, `Request body too large: at most ${limitBytes} bytes are accepted here.`);
+  }
   if (status === 415)
     return sendText(
       reply,

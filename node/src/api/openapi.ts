@@ -12,6 +12,7 @@ import swagger, { type SwaggerTransform } from '@fastify/swagger';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { $ZodType } from 'zod/v4/core';
 
+import { responseEntries } from './openapi-responses.js';
 import type { HostApp } from './routes/zod-route-scope.js';
 
 export interface OpenApiOptions {
@@ -42,11 +43,22 @@ export function registerOpenApi(app: HostApp, options: OpenApiOptions = {}): voi
 
 const SCHEMA_PARTS = ['body', 'params', 'querystring', 'headers'] as const;
 
-/** jsonSchemaTransform for zod schemas; routes with plain JSON schemas are left as they are. */
+/**
+ * jsonSchemaTransform for zod schemas (routes with plain JSON schemas are left as they are), then
+ * every answer the route declares (`config.responses`) and those every route has.
+ */
 const transformMixedSchemas: SwaggerTransform = (document) => {
   const schema = document.schema as Record<string, unknown> | undefined;
-  if (schema === undefined || allZod(schema)) return jsonSchemaTransform(document as never);
-  return { schema: document.schema, url: document.url };
+  const transformed =
+    schema === undefined || allZod(schema)
+      ? (jsonSchemaTransform(document as never) as { schema: Record<string, unknown>; url: string })
+      : { schema: schema, url: document.url };
+  const declared = document.route?.config?.responses;
+  const fromSchemas = transformed.schema?.['response'] as Record<string, unknown> | undefined;
+  return {
+    url: transformed.url,
+    schema: { ...transformed.schema, response: responseEntries(declared, fromSchemas) },
+  };
 };
 
 function allZod(schema: Record<string, unknown>): boolean {

@@ -12,6 +12,7 @@ import type { Authorizer } from '../auth-types.js';
 import type { EventDb } from '../../storage/event-db-types.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
 
 export interface AdminRoutesDeps {
   readonly security: Authorizer;
@@ -25,7 +26,8 @@ export const MergeIndexesResponseSchema = z.object({ mergeIndexesId: z.string() 
 
 export function registerAdminRoutes(app: HostApp, deps: AdminRoutesDeps): void {
   registerZodScope(app, (scope) => {
-    scope.post('/admin/shutdown', { schema: { tags: ['admin'] } }, async (req, reply) => {
+    const shutdownResponses = { 200: { description: 'Shutting down (empty body)' }, ...errorResponses(401) };
+    scope.post('/admin/shutdown', { schema: { tags: ['admin'] }, config: { responses: shutdownResponses } }, async (req, reply) => {
       const decision = await authorizeRequest(deps.security, req, reply, 'ops-or-admins');
       if (!decision.allowed) return reply;
       deps.log.info({ login: decision.principal?.login }, 'shutdown requested over HTTP');
@@ -35,7 +37,10 @@ export function registerAdminRoutes(app: HostApp, deps: AdminRoutesDeps): void {
     });
     scope.post(
       '/admin/mergeindexes',
-      { schema: { tags: ['admin'], response: { 200: MergeIndexesResponseSchema } } },
+      {
+        schema: { tags: ['admin'], response: { 200: MergeIndexesResponseSchema } },
+        config: { responses: { 200: { description: 'Merge started', mediaTypes: ['application/json'] }, ...errorResponses(401) } },
+      },
       async (req, reply) => {
         const decision = await authorizeRequest(deps.security, req, reply, 'ops-or-admins');
         if (!decision.allowed) return reply;

@@ -12,6 +12,7 @@ import { z } from 'zod';
 
 import type { EventDb } from '../../storage/event-db-types.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
 
 export interface ClusterRoutesDeps {
   readonly db: EventDb;
@@ -61,7 +62,8 @@ export const GossipSchema = z.object({
 
 const PingSchema = z.object({ text: z.string() });
 const LiveQuerySchema = z.object({
-  liveCode: z.coerce.number().int().min(100).max(599).optional(),
+  // Only final status codes: an informational (1xx) answer would leave the request hanging.
+  liveCode: z.coerce.number().int().min(200).max(599).optional(),
 });
 const PING_TEXT = 'Ping request successfully handled';
 const ZERO_GUID = '00000000-0000-0000-0000-000000000000';
@@ -95,6 +97,13 @@ export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): vo
       method: ['GET', 'HEAD'],
       url: '/health/live',
       schema: { tags: ['cluster'], querystring: LiveQuerySchema },
+      config: {
+        responses: {
+          204: { description: 'Live (or the status asked for by liveCode, 200-599)' },
+          503: { description: 'Not ready yet' },
+          ...errorResponses(400),
+        },
+      },
       handler: async (req, reply) => {
         const ready = deps.isReady?.() ?? true;
         return reply.code(ready ? (req.query.liveCode ?? 204) : 503).send();

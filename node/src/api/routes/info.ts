@@ -11,6 +11,7 @@ import { OPTION_NAMES, optionSpec, type OptionName } from '../../config/schema.j
 import type { Authorizer } from '../auth-types.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
 
 export interface InfoRoutesDeps {
   readonly security: Authorizer;
@@ -61,7 +62,10 @@ export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
   registerZodScope(app, (scope) => {
     scope.get(
       '/info',
-      { schema: { tags: ['info'], response: { 200: InfoResponseSchema } } },
+      {
+        schema: { tags: ['info'], response: { 200: InfoResponseSchema } },
+        config: { responses: { 200: { description: 'Version, state and features (anonymous)', mediaTypes: ['application/json'] } } },
+      },
       async () => ({
         esVersion: deps.version,
         state: (deps.nodeState?.() ?? 'Leader').toLowerCase(),
@@ -71,7 +75,10 @@ export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
     );
     scope.get(
       '/info/options',
-      { schema: { tags: ['info'], response: { 200: z.array(OptionInfoSchema) } } },
+      {
+        schema: { tags: ['info'], response: { 200: z.array(OptionInfoSchema) } },
+        config: { responses: { 200: { description: 'Every option, its value and source', mediaTypes: ['application/json'] }, ...errorResponses(401) } },
+      },
       async (req, reply) => {
         if (!(await authorizeRequest(deps.security, req, reply, 'ops-or-admins')).allowed)
           return reply;

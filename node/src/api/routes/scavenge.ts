@@ -32,6 +32,7 @@ import { authorizeRequest } from '../security/http-auth.js';
 import { MediaType, negotiate, type MediaTypeValue } from '../streams/media-types.js';
 import { sendStatus } from '../streams/stream-http.js';
 import { registerZodScope, type ZodScope, type HostApp } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
 
 export interface ScavengeRoutesDeps {
   readonly security: Authorizer;
@@ -45,6 +46,7 @@ const ADMIN_CODECS: readonly MediaTypeValue[] = [
   MediaType.Xml,
   MediaType.ApplicationXml,
 ];
+const ADMIN_ERRORS = errorResponses(400, 401, 406);
 const EMPTY_GUID = '00000000-0000-0000-0000-000000000000';
 const NOT_FOUND_MESSAGE = 'Scavenge Id does not exist';
 const ALREADY_RUNNING_MESSAGE = 'Scavenge is already running';
@@ -106,6 +108,7 @@ function registerStart(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         querystring: ScavengeStartQuerySchema,
         response: { 200: ScavengeStartedSchema, 400: TEXT_ERROR },
       },
+      config: { responses: { 200: { description: 'Started', mediaTypes: ADMIN_CODECS }, ...ADMIN_ERRORS } },
     },
     async (req, reply) => {
       const mediaType = await admit(req, reply, deps, req.query.format);
@@ -149,6 +152,7 @@ function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         querystring: FormatQuerySchema,
         response: { 200: ScavengeCurrentSchema },
       },
+      config: { responses: { 200: { description: 'The running scavenge', mediaTypes: ADMIN_CODECS }, ...ADMIN_ERRORS } },
     },
     async (req, reply) => {
       const mediaType = await admit(req, reply, deps, req.query.format);
@@ -175,6 +179,7 @@ function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         querystring: FormatQuerySchema,
         response: { 200: ScavengeLastSchema },
       },
+      config: { responses: { 200: { description: 'The last scavenge', mediaTypes: ADMIN_CODECS }, ...ADMIN_ERRORS } },
     },
     async (req, reply) => {
       const mediaType = await admit(req, reply, deps, req.query.format);
@@ -210,6 +215,7 @@ function registerRunStatus(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         querystring: FormatQuerySchema,
         response: { 200: ScavengeRunSchema, 404: TEXT_ERROR },
       },
+      config: { responses: { 200: { description: 'The scavenge', mediaTypes: ADMIN_CODECS }, ...ADMIN_ERRORS, ...errorResponses(404) } },
     },
     async (req, reply) => {
       const mediaType = await admit(req, reply, deps, req.query.format);
@@ -243,6 +249,7 @@ function registerStop(scope: ZodScope, deps: ScavengeRoutesDeps): void {
         querystring: FormatQuerySchema,
         response: { 200: z.string().describe('The stopped scavenge id'), 404: TEXT_ERROR },
       },
+      config: { responses: { 200: { description: 'Stopped', mediaTypes: ADMIN_CODECS }, ...ADMIN_ERRORS, ...errorResponses(404) } },
     },
     async (req, reply) => {
       const mediaType = await admit(req, reply, deps, req.query.format);

@@ -13,6 +13,11 @@ import type { EventDb } from '../../storage/event-db-types.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { StatsSampler, type StatsTree, type StatsValue } from './stats-sampler.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
+
+const STATS_RESPONSES = {
+  200: { description: 'Statistics, grouped', mediaTypes: ['application/json', 'text/xml'] },
+};
 
 export interface StatsRoutesDeps {
   readonly security: Authorizer;
@@ -52,6 +57,7 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
           querystring: StatsQuerySchema,
           response: { 200: StatsTreeSchema },
         },
+        config: { responses: { ...STATS_RESPONSES, ...errorResponses(401) } },
       },
       async (req, reply) => {
         if (!(await authorizeRequest(deps.security, req, reply, 'authenticated')).allowed)
@@ -68,6 +74,13 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
           params: StatsPathParamsSchema,
           querystring: StatsQuerySchema,
           response: { 200: StatsTreeSchema },
+        },
+        config: {
+          responses: {
+            ...STATS_RESPONSES,
+            ...errorResponses(400, 401),
+            404: { description: 'The path does not end on a group of statistics (empty body)' },
+          },
         },
       },
       async (req, reply) => {

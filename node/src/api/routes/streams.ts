@@ -19,6 +19,8 @@ import {
   type StreamsContext,
 } from '../streams/stream-http.js';
 import { handleAppend, handleDelete } from '../streams/write-stream.js';
+import { errorResponses, type ResponseDocs } from '../openapi-responses.js';
+import { EVENT_CODECS, FEED_CODECS } from '../streams/media-types.js';
 
 export interface StreamsRouteOptions extends StreamsContext {
   /** Largest request body accepted, in bytes (a batch of events). */
@@ -32,6 +34,29 @@ const IncomingParams = z.object({ stream: z.string().min(1), guid: z.string() })
 const ReadQuery = z.object({ embed: z.string().optional(), format: z.string().optional() });
 
 type Direction = 'forward' | 'backward';
+
+/** What the streams routes answer (OpenAPI); see openapi-responses.ts. */
+const FEED_RESPONSES: ResponseDocs = {
+  200: { description: 'A page of the feed (no Accept header: the description document)', mediaTypes: FEED_CODECS },
+  304: { description: 'Not modified since the ETag in If-None-Match' },
+  ...errorResponses(400, 401, 404, 406, 410),
+};
+const EVENT_RESPONSES: ResponseDocs = {
+  200: { description: 'One event (no Accept header: its Atom XML entry)', mediaTypes: EVENT_CODECS },
+  ...errorResponses(400, 401, 404, 406, 410),
+};
+const WRITE_RESPONSES: ResponseDocs = {
+  201: { description: 'Written; Location names the first event written' },
+  307: { description: 'A single event posted without an id: Location is the URI to post it to, idempotently' },
+  ...errorResponses(400, 401, 410, 413, 415),
+};
+const DELETE_RESPONSES: ResponseDocs = {
+  204: { description: 'Stream deleted' },
+  ...errorResponses(400, 401, 410),
+};
+const REDIRECT_RESPONSES: ResponseDocs = {
+  307: { description: 'The same URL without the trailing slash (Location)', mediaTypes: ['text/plain'] },
+};
 
 function feed(
   context: StreamsContext,
@@ -76,7 +101,7 @@ export async function registerStreamsRoutes(
       },
     );
     registerReadRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
-    registerWriteRoutes(scope.withTypeProvider<ZodTypeProvider>(), options);
+    registerWriteRoutes(scope.withTypeProvider<ZodTypeProvider>(), options, options.bodyLimitBytes);
   });
 }
 
@@ -84,7 +109,7 @@ function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void
   const typed = app.withTypeProvider<ZodTypeProvider>();
   typed.get(
     '/streams/:stream',
-    { schema: { params: StreamParams, querystring: ReadQuery } },
+    { schema: { params: StreamParams, querystring: ReadQuery }, config: { responses: FEED_RESPONSES } },
     (request, reply) =>
       feed(
         context,
@@ -96,12 +121,12 @@ function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void
   );
   typed.get(
     '/streams/:stream/metadata',
-    { schema: { params: StreamParams, querystring: ReadQuery } },
+    { schema: { params: StreamParams, querystring: ReadQuery }, config: { responses: EVENT_RESPONSES } },
     (request, reply) => handleReadMetadata(context, request, reply, request.params, request.query),
   );
   typed.get(
     '/streams/:stream/:event',
-    { schema: { params: EventParams, querystring: ReadQuery } },
+    { schema: { params: EventParams, querystring: ReadQuery }, config: { responses: EVENT_RESPONSES } },
     (request, reply) => {
       if (request.params.event === '') return redirectTrailingSlash(request, reply);
       if (request.params.stream === ALL_STREAM) return sendNotFound(reply);
@@ -110,19 +135,19 @@ function registerReadRoutes(app: FastifyInstance, context: StreamsContext): void
   );
   typed.get(
     '/streams/:stream/:event/:count',
-    { schema: { params: PageParams, querystring: ReadQuery } },
+    { schema: { params: PageParams, querystring: ReadQuery }, config: { responses: FEED_RESPONSES } },
     (request, reply) =>
       feed(context, request, reply, { ...request.params, direction: 'backward' }, request.query),
   );
   for (const direction of ['backward', 'forward'] as const) {
     typed.get(
       `/streams/:stream/:event/${direction}/:count`,
-      { schema: { params: PageParams, querystring: ReadQuery } },
+      { schema: { params: PageParams, querystring: ReadQuery }, config: { responses: FEED_RESPONSES } },
       (request, reply) =>
         feed(context, request, reply, { ...request.params, direction }, request.query),
     );
   }
-  typed.get('/streams/:stream/metadata/', (request, reply) =>
+  typed.get('/streams/:stream/metadata/', { config: { responses: REDIRECT_RESPONSES } }, (request, reply) =>
     redirectTrailingSlash(request, reply),
   );
   registerMetastreamReadRoutes(typed, context);
@@ -133,7 +158,7 @@ function registerMetastreamReadRoutes(app: FastifyInstance, context: StreamsCont
   const typed = app.withTypeProvider<ZodTypeProvider>();
   typed.get(
     '/streams/:stream/metadata/:event',
-    { schema: { params: EventParams, querystring: ReadQuery } },
+    { schema: { params: EventParams, querystring: ReadQuery }, config: { responses: EVENT_RESPONSES } },
     (request, reply) => {
       const params = { stream: `$$${request.params.stream}`, event: request.params.event };
       return handleReadEvent(context, request, reply, params, request.query);
@@ -143,7 +168,7 @@ function registerMetastreamReadRoutes(app: FastifyInstance, context: StreamsCont
     const direction: 'forward' | 'backward' = suffix === 'forward/:count' ? 'forward' : 'backward';
     typed.get(
       `/streams/:stream/metadata/:event/${suffix}`,
-      { schema: { params: PageParams, querystring: ReadQuery } },
+      { schema: { params: PageParams, querystring: ReadQuery }, config: { responses: FEED_RESPONSES } },
       (request, reply) => {
         const params = { ...request.params, stream: `$$${request.params.stream}`, direction };
         return handleStreamFeed(context, request, reply, params, request.query);
@@ -152,24 +177,28 @@ function registerMetastreamReadRoutes(app: FastifyInstance, context: StreamsCont
   }
 }
 
-function registerWriteRoutes(app: FastifyInstance, context: StreamsContext): void {
+function registerWriteRoutes(app: FastifyInstance, context: StreamsContext, bodyLimit: number): void {
   const typed = app.withTypeProvider<ZodTypeProvider>();
-  typed.post('/streams/:stream', { schema: { params: StreamParams } }, (request, reply) =>
+  const write = { schema: { params: StreamParams }, config: { responses: WRITE_RESPONSES }, bodyLimit };
+  typed.post('/streams/:stream', write, (request, reply) =>
     handleAppend(context, request, reply, request.params),
   );
   typed.post(
     '/streams/:stream/incoming/:guid',
-    { schema: { params: IncomingParams } },
+    { schema: { params: IncomingParams }, config: { responses: WRITE_RESPONSES }, bodyLimit },
     (request, reply) => handleAppend(context, request, reply, request.params),
   );
-  typed.post('/streams/:stream/metadata', { schema: { params: StreamParams } }, (request, reply) =>
+  typed.post('/streams/:stream/metadata', write, (request, reply) =>
     handleWriteMetadata(context, request, reply, request.params),
   );
-  typed.delete('/streams/:stream', { schema: { params: StreamParams } }, (request, reply) =>
-    handleDelete(context, request, reply, request.params),
+  typed.delete(
+    '/streams/:stream',
+    { schema: { params: StreamParams }, config: { responses: DELETE_RESPONSES } },
+    (request, reply) => handleDelete(context, request, reply, request.params),
   );
+  const redirect = { config: { responses: REDIRECT_RESPONSES } };
   for (const path of ['/streams/:stream/', '/streams/:stream/metadata/']) {
-    typed.post(path, (request, reply) => redirectTrailingSlash(request, reply));
+    typed.post(path, redirect, (request, reply) => redirectTrailingSlash(request, reply));
   }
-  typed.delete('/streams/:stream/', (request, reply) => redirectTrailingSlash(request, reply));
+  typed.delete('/streams/:stream/', redirect, (request, reply) => redirectTrailingSlash(request, reply));
 }

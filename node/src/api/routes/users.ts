@@ -16,6 +16,7 @@ import { authorizeRequest, replyUnauthorized } from '../security/http-auth.js';
 import type { Security, UserDetails } from '../security/security.js';
 import type { UserWriteResult } from '../security/user-store.js';
 import { registerZodScope, type HostApp, type ZodScope } from './zod-route-scope.js';
+import { errorResponses } from '../openapi-responses.js';
 
 export interface UserRoutesDeps {
   readonly security: Security;
@@ -88,11 +89,24 @@ export function registerUserRoutes(app: HostApp, deps: UserRoutesDeps): void {
   });
 }
 
+const JSON_ONLY = ['application/json'];
+/** 404/409 answer a JSON command result; 400 and 401 a text message. */
+const COMMAND_FAILURES = {
+  ...errorResponses(400, 401),
+  404: { description: 'No such user', mediaTypes: JSON_ONLY },
+  409: { description: 'Conflict: the user exists already, or was changed meanwhile', mediaTypes: JSON_ONLY },
+};
+const FAILURE_SCHEMAS = { 404: CommandResponseSchema, 409: CommandResponseSchema };
+const COMMAND_RESPONSES = { 200: { description: 'Done', mediaTypes: JSON_ONLY }, ...COMMAND_FAILURES };
+
 function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): void {
   for (const url of withTrailingSlash(scope, 'GET', '/users')) {
     scope.get(
       url,
-      { schema: { tags: ['users'], response: { 200: UserListResponseSchema } } },
+      {
+        schema: { tags: ['users'], response: { 200: UserListResponseSchema } },
+        config: { responses: { 200: { description: 'Every user', mediaTypes: JSON_ONLY }, ...errorResponses(401) } },
+      },
       async (req, reply) => {
         if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
         const users = await security.listUsers();
@@ -104,7 +118,8 @@ function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
     scope.post(
       url,
       {
-        schema: { tags: ['users'], body: UserItemSchema, response: { 201: CommandResponseSchema } },
+        schema: { tags: ['users'], body: UserItemSchema, response: { 201: CommandResponseSchema, ...FAILURE_SCHEMAS } },
+        config: { responses: { ...COMMAND_FAILURES, 201: { description: 'Created; Location names the user', mediaTypes: JSON_ONLY } } },
         preValidation: canonicalizeBodyKeys(['LoginName', 'FullName', 'Groups', 'Password']),
       },
       async (req, reply) => {
@@ -132,7 +147,8 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
   scope.get(
     '/users/:login',
     {
-      schema: { tags: ['users'], params: LoginParamsSchema, response: { 200: UserResponseSchema } },
+      schema: { tags: ['users'], params: LoginParamsSchema, response: { 200: UserResponseSchema, ...FAILURE_SCHEMAS } },
+      config: { responses: { 200: { description: 'The user', mediaTypes: JSON_ONLY }, ...COMMAND_FAILURES } },
     },
     async (req, reply) => {
       const decision = await authorizeRequest(security, req, reply, 'authenticated');
@@ -153,8 +169,9 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
         tags: ['users'],
         params: LoginParamsSchema,
         body: UserUpdateItemSchema,
-        response: { 200: CommandResponseSchema },
+        response: { 200: CommandResponseSchema, ...FAILURE_SCHEMAS },
       },
+      config: { responses: COMMAND_RESPONSES },
       preValidation: canonicalizeBodyKeys(['FullName', 'Groups']),
     },
     async (req, reply) => {
@@ -171,7 +188,10 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
   );
   scope.delete(
     '/users/:login',
-    { schema: { tags: ['users'], params: LoginParamsSchema } },
+    {
+      schema: { tags: ['users'], params: LoginParamsSchema, response: { 204: z.void(), ...FAILURE_SCHEMAS } },
+      config: { responses: { 204: { description: 'Deleted' }, ...COMMAND_FAILURES } },
+    },
     async (req, reply) => {
       if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
       const result = await security.deleteUser(req.params.login);
@@ -189,8 +209,9 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
     schema: {
       tags: ['users'],
       params: CommandParamsSchema,
-      response: { 200: CommandResponseSchema },
+      response: { 200: CommandResponseSchema, ...FAILURE_SCHEMAS },
     },
+    config: { responses: COMMAND_RESPONSES },
     handler: async (req, reply) => {
       if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
       const { login, command } = req.params;
@@ -205,8 +226,9 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
         tags: ['users'],
         params: LoginParamsSchema,
         body: PasswordResetItemSchema,
-        response: { 200: CommandResponseSchema },
+        response: { 200: CommandResponseSchema, ...FAILURE_SCHEMAS },
       },
+      config: { responses: COMMAND_RESPONSES },
       preValidation: canonicalizeBodyKeys(['NewPassword']),
     },
     async (req, reply) => {
@@ -226,8 +248,9 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
         tags: ['users'],
         params: LoginParamsSchema,
         body: PasswordChangeItemSchema,
-        response: { 200: CommandResponseSchema },
+        response: { 200: CommandResponseSchema, ...FAILURE_SCHEMAS },
       },
+      config: { responses: COMMAND_RESPONSES },
       preValidation: canonicalizeBodyKeys(['CurrentPassword', 'NewPassword']),
     },
     async (req, reply) => {

@@ -175,6 +175,8 @@ class SecurityService implements Security {
     if (target.stream === ALL_STREAM && (target.access === 'w' || target.access === 'd'))
       return false;
     if (principal === undefined && !this.allowAnonymousStreamAccess) return false;
+    // Reading `$all` needs user credentials (spec), even where anonymous access is allowed.
+    if (principal === undefined && target.stream === ALL_STREAM) return false;
     if (isMemberOf(principal, ROLE_ADMINS)) return true;
     const [acl, settings] = await Promise.all([
       this.streamAcl(target.stream),

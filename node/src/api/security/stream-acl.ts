@@ -4,7 +4,8 @@
  * For an action on a stream the allowed roles are, per action: the stream's own `$acl` entry,
  * else the server-wide default from the `$settings` stream (`$systemStreamAcl` for streams whose
  * name starts with `$`, `$userStreamAcl` otherwise), else the built-in default (`$all` for user
- * streams, `$admins` for system streams). Members of `$admins` are always allowed. The role `$all`
+ * streams, `$admins` for system streams; reading `$all` is open to every authenticated user, as
+ * the spec says). Members of `$admins` are always allowed. The role `$all`
  * admits any principal the caller let through (authenticated users; anonymous ones only when
  * anonymous stream access is enabled). Metastream access (`$$<stream>`) is checked as `mr`/`mw`
  * on the original stream. Writing to or deleting `$all` is never allowed.
@@ -27,6 +28,7 @@ export interface SystemSettings {
 
 const DEFAULT_USER_STREAM_ROLES: readonly string[] = [ROLE_ALL];
 const DEFAULT_SYSTEM_STREAM_ROLES: readonly string[] = [ROLE_ADMINS];
+const ALL_STREAM_READ_ROLES: readonly string[] = [ROLE_ALL];
 
 /** The stream whose ACL governs the request, and the ACL entry to consult. */
 export interface AclTarget {
@@ -54,6 +56,9 @@ export function effectiveRoles(
 ): readonly string[] {
   const own = streamAcl?.[access];
   if (own !== undefined) return own;
+  // The spec: reading `$all` needs user credentials, any user's (the caller requires them);
+  // its own metadata (`$$$all`) can still narrow it.
+  if (stream === ALL_STREAM && access === 'r') return ALL_STREAM_READ_ROLES;
   const system = isSystemStream(stream);
   const fromSettings = (system ? settings.systemStreamAcl : settings.userStreamAcl)?.[access];
   if (fromSettings !== undefined) return fromSettings;

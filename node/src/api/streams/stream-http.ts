@@ -67,7 +67,12 @@ export function sendWrongExpectedVersion(
   reply
     .header('SVC-CurrentVersion', String(currentVersion))
     .header('ES-CurrentVersion', String(currentVersion));
-  return sendStatus(reply, 400, 'Wrong expected EventNumber');
+  return sendStatus(
+    reply,
+    400,
+    'Wrong expected EventNumber',
+    `Wrong expected EventNumber: the stream's current version is ${currentVersion}.`,
+  );
 }
 
 /** A stable 32-bit hash of the response media type (EventStoreDB uses string.GetHashCode). */

@@ -9,6 +9,7 @@ import { badRequest } from '../error-handler.js';
 import { escapeStream } from './entry.js';
 import { BODY_INVALID, parseEventBody } from './event-body.js';
 import { parseJsonSafely } from './json-depth.js';
+import { isMetadataItem, metadataFromItem } from './metadata-item.js';
 import {
   EVENT_CODECS,
   isXmlType,
@@ -128,5 +129,12 @@ function parseMetadataBody(
     throw badRequest(BODY_INVALID);
   const raw = parseJsonSafely(Buffer.from(last.data).toString('utf8'))?.value;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw badRequest(BODY_INVALID);
-  return { raw: raw as Record<string, unknown>, eventId: last.eventId };
+  const object = raw as Record<string, unknown>;
+  // A plain JSON body in the spec's item shape ({eventId, eventType, data: {maxAge, ...}}).
+  if (mediaType === MediaType.Json && isMetadataItem(object)) {
+    const item = metadataFromItem(object);
+    if (item.kind === 'invalid') throw badRequest(item.message);
+    return { raw: item.metadata, eventId: headerEventId ?? item.eventId ?? last.eventId };
+  }
+  return { raw: object, eventId: last.eventId };
 }
