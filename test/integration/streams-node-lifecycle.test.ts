@@ -13,6 +13,7 @@ import {
   uniqueStream,
 } from '../support/http-client.js';
 import { freePort, runNode, startNode, tempDir } from '../support/node-process.js';
+import { duplicateJsonKeys } from '../support/json-duplicate-keys.js';
 
 describe('node process', () => {
   it('exits 2 naming the option for unknown or invalid options', async () => {
@@ -81,6 +82,37 @@ describe('node process', () => {
         expect(node.output.some((line) => line.includes('"msg":"request completed"'))).toBe(false);
       } finally {
         expect(await node.stop()).toBe(0);
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('logs JSON lines only, without repeated keys or warnings, through a day in the life', async () => {
+    const dir = tempDir('edb-logs-');
+    try {
+      const node = await startNode({
+        memDb: false,
+        args: ['--db', join(dir.path, 'db'), '--index', join(dir.path, 'index'), '--log-level', 'trace', '--max-mem-table-size', '10'],
+      });
+      const http = httpClient(node.baseUrl);
+      const stream = uniqueStream('logs');
+      for (let i = 0; i < 30; i++) await appendEvents(http, stream, [newEvent('e', { i })]);
+      await readFeed(http, `/streams/${stream}`);
+      await http('DELETE', `/streams/${stream}`);
+      const scavenge = await http('POST', '/admin/scavenge', { headers: { accept: 'application/json' } });
+      const { scavengeId } = scavenge.json<{ scavengeId: string }>();
+      for (let i = 0; i < 200; i++) {
+        const last = (await http('GET', '/admin/scavenge/last', { headers: { accept: 'application/json' } })).json();
+        if (last.scavengeId === scavengeId && last.scavengeResult !== 'InProgress') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await node.stop()).toBe(0);
+      expect(node.output.length).toBeGreaterThan(20);
+      for (const line of node.output) {
+        expect(line.startsWith('{'), line).toBe(true);
+        expect(duplicateJsonKeys(line), line).toEqual([]);
+        expect(JSON.parse(line).level, line).toBeLessThan(40);
       }
     } finally {
       dir.remove();

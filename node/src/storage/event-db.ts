@@ -1141,7 +1141,8 @@ async function openLockedEngine(options: EventDbOptions, deps: EventDbDeps, log:
   let opened: Engine | undefined;
   const registry = await ChunkRegistry.open(storage, options.chunkSizeBytes, checkpoints.writer.read(), log, () => opened?.wantsPreallocation() ?? true);
   const truncateTo = checkpoints.truncate.read();
-  const { index, existence } = await openIndexForEngine(options, log, deps.hasher);
+  // The root logger: the index names its own component (a child of `log` would repeat the key).
+  const { index, existence } = await openIndexForEngine(options, deps.log, deps.hasher);
   if (truncateTo >= 0) await applyTruncation(truncateTo, registry, index, checkpoints, log);
   const engine = new Engine(options, deps, registry, index, checkpoints, index.hasher, existence);
   opened = engine;

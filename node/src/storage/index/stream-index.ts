@@ -539,7 +539,7 @@ export class PersistentStreamIndex implements StreamIndex {
     const durationMs = Math.round(performance.now() - startMs);
     const inputCount = inputs.length;
     const entryCount = written?.entryCount ?? 0;
-    this.log.info({ level, inputCount, entryCount, durationMs }, 'index tables merged');
+    this.log.info({ tableLevel: level, inputCount, entryCount, durationMs }, 'index tables merged');
     return entryCount;
   }
 
