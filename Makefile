@@ -1,12 +1,17 @@
 # EventDB: the single entry point for humans and CI. `make help` lists the targets.
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.package-lock.json
+#: NODE_ARGS   extra options for the node of `make run`, e.g. NODE_ARGS="--http-port 2114" (see node/bin/eventdb --help)
 NODE_ARGS ?=
+#: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
 .PHONY: help deps build test test-unit test-integration run bench check typecheck clean
 
-help: ## list the targets
-	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+help: ## list the targets and the variables they take
+	@echo 'Targets:'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z0-9_-]+):.*## /  \1\t/' | sort | expand -t 20
+	@echo 'Variables (make <target> NAME=value):'
+	@grep -hE '^#: ' $(MAKEFILE_LIST) | sed -E 's/^#: ([A-Z0-9_]+) +/  \1\t/' | expand -t 20
 
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -29,8 +34,8 @@ test-unit: build ## unit tests only
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
 
-run: build ## run a single node on embedded defaults (data under ./data, 127.0.0.1:2113)
-	node/bin/eventdb --db ./data/db --index ./data/index $(NODE_ARGS)
+run: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
+	node/bin/eventdb --insecure --db ./data/db --index ./data/index $(NODE_ARGS)
 
 bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)
 	node dist/test/bench/run-bench.js

@@ -7,6 +7,8 @@ export default defineConfig({
   // The repository root: every include and setup path below is relative to it.
   root: fileURLToPath(new URL('..', import.meta.url)),
   test: {
+    // One temp directory per run, which must be left empty (test/temp-dir-guard.ts).
+    globalSetup: ['test/temp-dir-guard.ts'],
     projects: [
       {
         test: {

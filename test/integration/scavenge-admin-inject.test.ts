@@ -347,8 +347,8 @@ describe('scavenge admin routes', () => {
     expect(png.statusCode).toBe(406);
     const getStart = await inject(h, 'GET', '/admin/scavenge');
     expect([getStart.statusCode, getStart.headers['allow']]).toEqual([405, 'POST, OPTIONS']);
-    const getRun = await inject(h, 'GET', `/admin/scavenge/${id}`);
-    expect([getRun.statusCode, getRun.headers['allow']]).toEqual([405, 'DELETE, OPTIONS']);
+    const putRun = await inject(h, 'PUT', `/admin/scavenge/${id}`);
+    expect([putRun.statusCode, putRun.headers['allow']]).toEqual([405, 'GET, DELETE, OPTIONS']);
     const body = await h.app.inject({
       method: 'POST',
       url: '/admin/scavenge',

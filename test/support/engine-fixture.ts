@@ -5,11 +5,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import { afterAll, onTestFinished } from 'vitest';
 import { openEngine, type Engine, type EventDbDeps } from '../../node/src/storage/event-db.js';
 import type { EventDbOptions, NewEvent } from '../../node/src/storage/event-db-types.js';
 
+/**
+ * A fresh temp directory, removed when the test that made it finishes (or, made outside a test,
+ * after the file's tests; failing both, when the process exits), so a test run leaves nothing
+ * in the temp directory.
+ */
 export function tempDir(prefix = 'edb-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  removeLater(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function removeLater(remove: () => void): void {
+  try {
+    onTestFinished(remove);
+    return;
+  } catch {
+    // Not inside a running test.
+  }
+  try {
+    afterAll(remove);
+  } catch {
+    process.once('exit', remove);
+  }
 }
 
 export function engineOptions(dir: string, overrides: Partial<EventDbOptions> = {}): EventDbOptions {
@@ -39,5 +61,7 @@ export function capturingLog(level = 'debug'): { log: pino.Logger; lines: Record
 
 /** The real engine in --mem-db mode, for in-process (inject) tests of the layers above it. */
 export async function openMemEngine(): Promise<Engine> {
-  return openTestEngine(engineOptions(tempDir('edb-mem-'), { memDb: true, chunkSizeBytes: 1024 * 1024 }));
+  // --mem-db touches no file: the paths are never created.
+  const dir = path.join(os.tmpdir(), 'edb-mem-unused');
+  return openTestEngine(engineOptions(dir, { memDb: true, chunkSizeBytes: 1024 * 1024 }));
 }
