@@ -145,7 +145,7 @@ async function harness(
 
 async function inject(
   h: Harness,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   url: string,
   headers: Record<string, string> = {},
 ) {
