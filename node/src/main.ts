@@ -142,7 +142,7 @@ async function startNode(
     db,
     log: log.child({ component: 'scavenge' }),
     historyMaxAgeDays: config.scavengeHistoryMaxAge,
-    nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.httpIp),
+    nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.nodeIp),
   });
 
   let stopping: Promise<void> | undefined;
@@ -176,9 +176,9 @@ async function startNode(
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  const address = await app.listen({ host: config.httpIp, port: config.httpPort }).catch((err: unknown) => {
+  const address = await app.listen({ host: config.nodeIp, port: config.nodePort }).catch((err: unknown) => {
     if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
-    const where = `${config.httpIp}:${config.httpPort}`;
+    const where = `${config.nodeIp}:${config.nodePort}`;
     throw new EventDbError(
       'EDB_ADDRESS_UNAVAILABLE',
       isErrno(err, 'EADDRINUSE')

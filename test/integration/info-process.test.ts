@@ -45,7 +45,7 @@ describe('GET /info/options', () => {
       expect(Object.keys(option)).toEqual(['name', 'description', 'group', 'value', 'configurationSource', 'deprecationMessage', 'schema']);
     }
     const byName = new Map(options.map((o) => [o.name, o]));
-    expect(byName.get('HttpPort')).toMatchObject({ value: String(running.node.port), configurationSource: 'Command Line', group: 'Interface' });
+    expect(byName.get('NodePort')).toMatchObject({ value: String(running.node.port), configurationSource: 'Command Line', group: 'Interface' });
     expect(byName.get('LogLevel')).toMatchObject({ value: 'debug', configurationSource: 'Environment Variables' });
     expect(byName.get('ChunkSize')).toMatchObject({ value: '268435456', configurationSource: 'Default' });
     expect(byName.get('DefaultOpsPassword')).toMatchObject({ value: '****', configurationSource: 'Command Line' });

@@ -68,7 +68,7 @@ describe('security-owned routes (inject)', () => {
     const options = await app.inject({ method: 'GET', url: '/info/options', headers: OPS });
     expect(options.statusCode).toBe(200);
     const list = options.json() as Array<{ name: string; value: string; configurationSource: string }>;
-    expect(list.find((o) => o.name === 'HttpPort')).toMatchObject({ value: '2200', configurationSource: 'Command Line' });
+    expect(list.find((o) => o.name === 'NodePort')).toMatchObject({ value: '2200', configurationSource: 'Command Line' });
     expect(list.find((o) => o.name === 'DefaultOpsPassword')).toMatchObject({ value: '****' });
     expect(options.body).not.toContain('opsecret');
     expect(options.body).not.toContain('changeit');

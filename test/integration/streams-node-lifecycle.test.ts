@@ -34,7 +34,8 @@ describe('node process', () => {
       const help = await runNode(['--help', '--db', 'would-be-created'], {}, dir.path);
       expect(help.code).toBe(0);
       expect(help.output).toContain('Usage: eventdb [options]');
-      expect(help.output).toMatch(/--http-port <integer>\n\s+YAML HttpPort, env SERVICE_HTTP_PORT, default 2113/);
+      expect(help.output).toMatch(/--node-port <integer>\n\s+YAML NodePort, env SERVICE_NODE_PORT, default 2113/);
+      expect(help.output).toContain('also --http-port, YAML HttpPort, env SERVICE_HTTP_PORT');
       const short = await runNode(['-h'], {}, dir.path);
       expect(short.code).toBe(0);
       expect(short.output).toBe(help.output);

@@ -26,7 +26,7 @@ describe('help text', () => {
       expect(forms).toContain(`YAML ${yamlKey(name)}, env ${envName(name)}, default `);
       expect(meaning?.trim()).toContain(spec.schema.description ?? '<none>');
     }
-    expect(help).toMatch(/--http-port <integer>\n\s+YAML HttpPort, env SERVICE_HTTP_PORT, default 2113\n/);
+    expect(help).toMatch(/--node-port <integer>\n\s+YAML NodePort, env SERVICE_NODE_PORT, default 2113\n.*\n\s+also --http-port, YAML HttpPort, env SERVICE_HTTP_PORT\n/);
     expect(help).toMatch(/--mem-db \[true\|false\]\n\s+YAML MemDb, env SERVICE_MEM_DB, default false\n/);
   });
 

@@ -44,9 +44,9 @@ export function renderHelp(version: string): string {
     '       eventdb --help | -h      this text',
     '       eventdb --version        the version',
     '',
-    'Every option has three forms: a flag (--http-port 2113 or --http-port=2113), a key of the',
-    'YAML file given by --config (HttpPort: 2113), and an environment variable',
-    '(SERVICE_HTTP_PORT=2113). Precedence: defaults < file < environment < flags. A boolean flag',
+    'Every option has three forms: a flag (--node-port 2113 or --node-port=2113), a key of the',
+    'YAML file given by --config (NodePort: 2113), and an environment variable',
+    '(SERVICE_NODE_PORT=2113). Precedence: defaults < file < environment < flags. A boolean flag',
     'alone means true. Unknown or invalid options stop the node with exit code 2.',
   ];
   for (const [group, names] of optionsByGroup()) {
@@ -58,6 +58,9 @@ export function renderHelp(version: string): string {
         `      YAML ${yamlKey(name)}, env ${envName(name)}, default ${defaultText(name)}`,
         `      ${spec.schema.description ?? ''}${spec.deprecationMessage === undefined ? '' : ` (${spec.deprecationMessage})`}`,
       );
+      for (const alias of spec.aliases ?? []) {
+        lines.push(`      also ${flagName(alias)}, YAML ${yamlKey(alias)}, env ${envName(alias)}`);
+      }
     }
   }
   lines.push(

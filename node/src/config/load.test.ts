@@ -49,8 +49,8 @@ describe('loadConfig', () => {
       maxMemTableSize: 1_000_000,
       maxEventSize: 4_194_304,
       hashCollisionReadLimit: 100,
-      httpIp: '127.0.0.1',
-      httpPort: 2113,
+      nodeIp: '127.0.0.1',
+      nodePort: 2113,
       scavengeHistoryMaxAge: 30,
       scavengeBackendPageSize: 16,
       scavengeBackendCacheSize: 67_108_864,
@@ -58,7 +58,7 @@ describe('loadConfig', () => {
       disableScavengeMerging: false,
       alwaysKeepScavenged: false,
     });
-    expect(sources.httpPort).toBe('default');
+    expect(sources.nodePort).toBe('default');
   });
 
   it('applies defaults < file < env < flags', () => {
@@ -71,12 +71,12 @@ describe('loadConfig', () => {
       SERVICE_DB: '/env/db',
     };
     const { config, sources } = load(['--http-port', '3000'], env, files);
-    expect(config.httpPort).toBe(3000);
+    expect(config.nodePort).toBe(3000);
     expect(config.db).toBe('/env/db');
     expect(config.index).toBe('/file/index');
     expect(config.memDb).toBe(true);
     expect(sources).toMatchObject({
-      httpPort: 'flag',
+      nodePort: 'flag',
       db: 'env',
       index: 'file',
       memDb: 'file',
@@ -125,7 +125,7 @@ describe('loadConfig', () => {
     const loaded = load(['--default-admin-password', 's3cret', '--http-port', '1']);
     const described = describeModifiedOptions(loaded);
     expect(described.defaultAdminPassword).toEqual({ value: '****', source: 'flag' });
-    expect(described.httpPort).toEqual({ value: 1, source: 'flag' });
+    expect(described.nodePort).toEqual({ value: 1, source: 'flag' });
     expect(JSON.stringify(described)).not.toContain('s3cret');
   });
 });
@@ -147,6 +147,31 @@ describe('loadConfig ranges', () => {
     ]);
     expect(issuesOf(() => load(['--max-event-size', '20000000']))[0]).toMatch(/^--max-event-size: Too big/);
     expect(issuesOf(() => load(['--chunk-size', '4294967296']))[0]).toMatch(/^--chunk-size: Too big/);
-    expect(load(['--http-port', '65535']).config.httpPort).toBe(65535);
+    expect(load(['--http-port', '65535']).config.nodePort).toBe(65535);
+  });
+});
+
+describe('loadConfig aliases and cluster options', () => {
+  it('takes an alias in every source, naming it as given', () => {
+    expect(load(['--http-port', '3001']).config.nodePort).toBe(3001);
+    expect(load([], { SERVICE_HTTP_IP: '0.0.0.0' }).config.nodeIp).toBe('0.0.0.0');
+    expect(load(['--config', 'f.yaml'], {}, { 'f.yaml': 'HttpPort: 3002\n' }).config.nodePort).toBe(3002);
+    expect(load(['--node-port', '3003']).config.nodePort).toBe(3003);
+    expect(issuesOf(() => load(['--http-port', '99999']))).toEqual(['--http-port: Too big: expected number to be <=65535']);
+    expect(issuesOf(() => load([], { SERVICE_HTTP_PORT: 'x' }))).toEqual(["SERVICE_HTTP_PORT: expected an integer, got 'x'"]);
+  });
+
+  it('parses the cluster options and refuses a read-only replica outside a cluster', () => {
+    const { config } = load([
+      '--cluster-size', '3', '--node-priority', '-5', '--gossip-seed', 'a:2113,b:2113', '--read-only-replica',
+      '--replication-port', '0', '--gossip-interval-ms', '100',
+    ]);
+    expect(config).toMatchObject({
+      clusterSize: 3, nodePriority: -5, gossipSeed: 'a:2113,b:2113', readOnlyReplica: true, replicationPort: 0, gossipIntervalMs: 100,
+    });
+    expect(issuesOf(() => load(['--read-only-replica']))).toEqual([
+      '--read-only-replica: a read-only replica follows a cluster: it needs --cluster-size 3 or more',
+    ]);
+    expect(issuesOf(() => load(['--cluster-size', '0']))[0]).toMatch(/^--cluster-size: Too small/);
   });
 });

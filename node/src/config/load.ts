@@ -118,7 +118,7 @@ function loadConfigParseFlags(argv: readonly string[], issues: string[]): RawVal
       issues.push(match === null ? `unexpected argument '${arg}'` : `unknown option ${match[1]}`);
       continue;
     }
-    const label = flagName(name);
+    const label = match?.[1]?.toLowerCase() ?? flagName(name);
     let value: string | boolean | undefined = match[2];
     const next = argv[argIndex + 1];
     if (value === undefined && optionSpec(name).kind === 'boolean') {
@@ -154,7 +154,7 @@ function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): Ra
       warnings.push(`unknown environment variable ${variable} ignored`);
       continue;
     }
-    values.set(name, { value, source: 'env', label: envName(name) });
+    values.set(name, { value, source: 'env', label: variable });
   }
   return values;
 }
@@ -183,7 +183,7 @@ function loadConfigReadFile(
       issues.push(`config file ${path}: unknown option ${key}`);
       continue;
     }
-    values.set(name, { value, source: 'file', label: `${yamlKey(name)} (in ${path})` });
+    values.set(name, { value, source: 'file', label: `${key} (in ${path})` });
   }
   return values;
 }

@@ -2,7 +2,7 @@
  * Mechanical derivation of an option's external names from its camelCase key, so no mapping
  * table has to be kept in step with the schema.
  */
-import { OPTION_NAMES, type OptionName } from './schema.js';
+import { OPTION_NAMES, optionSpec, type OptionName } from './schema.js';
 
 export const ENV_PREFIX = 'SERVICE_';
 
@@ -10,26 +10,31 @@ function words(name: string): string[] {
   return name.split(/(?=[A-Z])/).map((word) => word.toLowerCase());
 }
 
-/** `chunkSize` -> `--chunk-size` */
-export function flagName(name: OptionName): string {
+/** `chunkSize` -> `--chunk-size` (an alias's camelCase name works too) */
+export function flagName(name: string): string {
   return `--${words(name).join('-')}`;
 }
 
 /** `chunkSize` -> `ChunkSize` */
-export function yamlKey(name: OptionName): string {
+export function yamlKey(name: string): string {
   return name.charAt(0).toUpperCase() + name.slice(1);
 }
 
 /** `chunkSize` -> `SERVICE_CHUNK_SIZE` */
-export function envName(name: OptionName): string {
+export function envName(name: string): string {
   return ENV_PREFIX + words(name).join('_').toUpperCase();
 }
 
+/** Each option's names: its own and its aliases (`nodePort` and `httpPort`). */
+function namesOf(name: OptionName): readonly string[] {
+  return [name, ...(optionSpec(name).aliases ?? [])];
+}
+
 function lookupTable(
-  derive: (name: OptionName) => string,
+  derive: (name: string) => string,
   fold: (s: string) => string,
 ): Map<string, OptionName> {
-  return new Map(OPTION_NAMES.map((name) => [fold(derive(name)), name]));
+  return new Map(OPTION_NAMES.flatMap((name) => namesOf(name).map((spelling) => [fold(derive(spelling)), name] as const)));
 }
 
 const BY_FLAG = lookupTable(flagName, (s) => s);

@@ -10,7 +10,7 @@ import { z } from 'zod';
 
 export type OptionKind = 'boolean' | 'integer' | 'string';
 
-export type OptionGroup = 'Application' | 'Database' | 'Interface' | 'Logging' | 'Scavenge';
+export type OptionGroup = 'Application' | 'Cluster' | 'Database' | 'Interface' | 'Logging' | 'Scavenge';
 
 export interface OptionSpec {
   readonly kind: OptionKind;
@@ -20,6 +20,8 @@ export interface OptionSpec {
   readonly secret?: boolean;
   /** Set for deprecated options; logged as a warning when the option is given. */
   readonly deprecationMessage?: string;
+  /** Other camelCase names accepted for it in every source (`httpPort` for `nodePort`). */
+  readonly aliases?: readonly string[];
 }
 
 // The helpers' return types are inferred so the schema keeps each option's value type.
@@ -53,6 +55,17 @@ function stringOption(group: OptionGroup, defaultValue: string, description: str
     schema: z.string().min(1).default(defaultValue).describe(description),
   };
 }
+
+/** A string option that may be empty (empty = not set; the description says what applies). */
+function textOption(group: OptionGroup, description: string) {
+  return {
+    kind: 'string' as const,
+    group,
+    schema: z.string().default('').describe(description),
+  };
+}
+
+const PORT_MAX = 65_535;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -151,13 +164,107 @@ export const NODE_OPTIONS = {
     1,
     1_000_000,
   ),
-  httpIp: stringOption('Interface', '127.0.0.1', 'IP address the HTTP API listens on.'),
-  httpPort: integerOption(
+  nodeIp: {
+    ...stringOption('Interface', '127.0.0.1', 'IP address the HTTP API listens on (0.0.0.0: every interface).'),
+    aliases: ['httpIp'],
+  },
+  nodePort: {
+    ...integerOption('Interface', 2113, 'TCP port of the HTTP API (0 picks a free port).', 0, PORT_MAX),
+    aliases: ['httpPort'],
+  },
+  nodeHostAdvertiseAs: textOption(
     'Interface',
-    2113,
-    'TCP port of the HTTP API (0 picks a free port).',
+    'Host name or address other nodes use for this node\'s HTTP API (empty: the node IP, or the ' +
+      'machine\'s first address when it listens on every interface).',
+  ),
+  nodePortAdvertiseAs: integerOption('Interface', 0, 'Port other nodes use for the HTTP API (0: the node port).', 0, PORT_MAX),
+  advertiseHostToClientAs: textOption(
+    'Interface',
+    'Host name or address clients are told to use for this node in gossip (empty: as other nodes see it).',
+  ),
+  advertiseNodePortToClientAs: {
+    ...integerOption('Interface', 0, 'HTTP port clients are told to use in gossip (0: as other nodes see it).', 0, PORT_MAX),
+    aliases: ['advertiseHttpPortToClientAs'],
+  },
+  replicationIp: textOption('Interface', 'IP address of the node-to-node (replication) listener (empty: the node IP).'),
+  replicationPort: integerOption(
+    'Interface',
+    1112,
+    'TCP port of the node-to-node listener: replication and forwarded writes (0 picks a free port).',
     0,
-    65_535,
+    PORT_MAX,
+  ),
+  replicationHostAdvertiseAs: textOption(
+    'Interface',
+    'Host name or address other nodes use to reach the replication listener (empty: as for the HTTP API).',
+  ),
+  replicationPortAdvertiseAs: integerOption(
+    'Interface',
+    0,
+    'Port other nodes use to reach the replication listener (0: the replication port).',
+    0,
+    PORT_MAX,
+  ),
+  clusterSize: integerOption(
+    'Cluster',
+    1,
+    'Voting members of the cluster (1, 3, 5...); a write is acknowledged once cluster-size/2+1 hold it.',
+    1,
+    31,
+  ),
+  nodePriority: integerOption(
+    'Cluster',
+    0,
+    'Preference for this node in elections among otherwise equal candidates (higher wins).',
+    -2_147_483_648,
+    2_147_483_647,
+  ),
+  gossipSeed: textOption(
+    'Cluster',
+    'Other nodes to find the cluster through: host:port of their HTTP API, comma-separated ' +
+      '(orders-0.orders-headless:2113,...). Empty: discover through DNS.',
+  ),
+  discoverViaDns: booleanOption(
+    'Cluster',
+    true,
+    'Without gossip seeds, find the other nodes by resolving --cluster-dns.',
+  ),
+  clusterDns: stringOption('Cluster', 'fake.dns', 'DNS name whose addresses are the cluster\'s nodes.'),
+  clusterGossipPort: integerOption('Cluster', 2113, 'HTTP port of the nodes found through DNS.', 1, PORT_MAX),
+  readOnlyReplica: booleanOption(
+    'Cluster',
+    false,
+    'Follow the leader without voting or counting for quorum; refuses client writes.',
+  ),
+  gossipIntervalMs: integerOption('Cluster', 2000, 'Time between gossip rounds, in ms.', 10, 3_600_000),
+  gossipTimeoutMs: integerOption('Cluster', 2500, 'Time a gossip request may take, in ms.', 10, 3_600_000),
+  leaderElectionTimeoutMs: integerOption(
+    'Cluster',
+    1000,
+    'Time an election round may take before the next one starts, in ms.',
+    10,
+    3_600_000,
+  ),
+  commitTimeoutMs: integerOption(
+    'Cluster',
+    2000,
+    'Time a write may wait for a quorum before the client is answered "Write timeout", in ms.',
+    10,
+    3_600_000,
+  ),
+  prepareTimeoutMs: integerOption(
+    'Cluster',
+    2000,
+    'Time a write may wait to be written on the leader, in ms (forwarded writes included).',
+    10,
+    3_600_000,
+  ),
+  deadMemberRemovalPeriodSec: integerOption(
+    'Cluster',
+    1800,
+    'Time after which a dead member is dropped from gossip, in seconds.',
+    1,
+    31_536_000,
   ),
   disableScavengeMerging: booleanOption(
     'Scavenge',
@@ -218,7 +325,18 @@ function buildShape(): SchemaShape {
 }
 
 /** Unknown keys are errors: a typo must not be silently ignored. */
-export const NodeConfigSchema = z.object(buildShape()).strict();
+export const NodeConfigSchema = z
+  .object(buildShape())
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.readOnlyReplica && config.clusterSize < 3) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['readOnlyReplica'],
+        message: 'a read-only replica follows a cluster: it needs --cluster-size 3 or more',
+      });
+    }
+  });
 
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
 
