@@ -97,7 +97,7 @@ export class Engine implements EventDb {
     this.nowMs = deps.nowMs ?? Date.now;
     this.writerThread = options.memDb || deps.logWriterThread === false ? undefined : LogWriterThread.start(deps.log.child({ component: 'log-writer' }));
     const start = Math.max(checkpoints.writer.read(), registry.active.startPosition);
-    this.positions = { writer: start, committed: start };
+    this.positions = { writer: start, durable: start, committed: start };
     const committedPosition = (): number => this.positions.committed;
     // Every write not yet acknowledged fails: queued ones and the batches in flight (a failed
     // write or fsync, of data or of writer.chk, may have left any of them not durable).

@@ -79,6 +79,13 @@ export class ChunkRegistry {
         await this.storage.remove(name);
         continue;
       }
+      if (n * this.chunkSizeBytes === writerPosition && n > 0 && parseChunkFileName(name)!.version > 0 && this.isCompletedFile(name)) {
+        // A completed chunk that starts where writer.chk ends is not part of the log: a replica's
+        // chunk installation cut short before its checkpoint (installCompletedChunk).
+        this.log.warn({ file: name, writerPosition }, 'deleting a completed chunk the writer checkpoint does not cover');
+        await this.storage.remove(name);
+        continue;
+      }
       if (n < expected) {
         // Covered by a merged chunk before it: a leftover of a merge interrupted after the rename.
         this.log.warn({ file: name }, 'deleting chunk file covered by a merged chunk');
@@ -208,6 +215,47 @@ export class ChunkRegistry {
     await active.complete();
     this.log.info({ file: active.file.path, dataSizeBytes: active.physicalDataSizeBytes }, 'chunk completed');
     return this.addNewChunk(active.header.chunkEndNumber + 1);
+  }
+
+  private isCompletedFile(name: string): boolean {
+    const probe = Chunk.open(this.storage.open(name, false), false);
+    const completed = probe.isCompleted;
+    void probe.close();
+    return completed;
+  }
+
+  /**
+   * A replica installs a completed chunk file its leader sent whole (under `tempName`) in place of
+   * its empty active chunk, which must start where the file starts: the file is verified in full,
+   * renamed to a version above the active chunk's, the directory synced, the mapping swapped, the
+   * old active file deleted, and the next chunk started. The caller moves writer.chk to
+   * `nextPosition` afterwards; a crash before that leaves a completed chunk at the writer
+   * checkpoint, which start-up deletes (see load).
+   */
+  async installCompletedChunk(tempName: string, writerPosition: number): Promise<{ startPosition: number; nextPosition: number }> {
+    const probe = Chunk.open(this.storage.open(tempName, false), true);
+    const start = probe.header.chunkStartNumber;
+    const end = probe.header.chunkEndNumber;
+    const completed = probe.isCompleted;
+    await probe.close();
+    const active = this.active;
+    if (!completed || start !== active.header.chunkStartNumber || writerPosition !== active.startPosition || active.physicalDataSizeBytes !== 0) {
+      await this.storage.remove(tempName);
+      throw new FatalError('EDB_INVARIANT', `cannot install chunk file for chunks ${start}-${end} over active chunk ${active.header.chunkStartNumber} at writer position ${writerPosition}`);
+    }
+    const finalName = chunkFileName(start, this.nextVersionFor(start));
+    await this.storage.rename(tempName, finalName);
+    await this.storage.syncDirectory();
+    const chunk = Chunk.open(this.storage.open(finalName, false), false);
+    const oldName = this.fileNameOf(active);
+    await active.close();
+    this.chunks.length = start;
+    for (let i = start; i <= end; i++) this.chunks[i] = chunk;
+    await this.storage.remove(oldName);
+    await this.takePrepared(-1);
+    await this.addNewChunk(end + 1);
+    this.log.info({ file: finalName, chunkStartNumber: start, chunkEndNumber: end }, 'chunk installed from the leader');
+    return { startPosition: chunk.startPosition, nextPosition: chunk.endPosition };
   }
 
   /** File name (in storage) of a chunk. */

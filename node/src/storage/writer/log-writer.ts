@@ -24,11 +24,16 @@ import type { LogWriterThread } from './log-writer-thread.js';
 import { encodeGroup, plannedSizeBytes, type EncodedGroup, type PlannedRecordGroup } from './write-batch.js';
 import type { WritePlan } from './write-planner.js';
 
-/** The positions the writer moves; readers see the log up to `committed`. */
+/** The positions the writers move; readers see the log up to `committed`. */
 export interface LogPositions {
   /** End of the log as written (durable or on its way): new records start here. */
   writer: number;
-  /** End of the log covered by a durable writer.chk and applied: what readers may see. */
+  /** End of the log covered by a durable writer.chk: what may be replicated. */
+  durable: number;
+  /**
+   * End of the log applied and visible to readers: durable and, in a cluster, held by a quorum
+   * (or, on a follower, committed by the leader).
+   */
   committed: number;
 }
 
@@ -64,6 +69,14 @@ export interface LogWriterDeps {
   readonly chunkSizeBytes: number;
   readonly nowMs: () => number;
   readonly summaryStore: ChunkSummaryStore;
+  /**
+   * Highest position batches may be applied (made visible and answered) up to. Alone: no limit.
+   * A cluster leader: what a quorum holds (cluster/replication/commit-tracker.ts); call
+   * `gateMoved` whenever it grows.
+   */
+  readonly commitGate?: () => number;
+  /** Called whenever `positions.durable` grows (a leader ships the new bytes). */
+  readonly onDurable?: () => void;
 }
 
 type WriteRequest = {
@@ -93,6 +106,8 @@ interface InflightBatch {
   durable: boolean;
   /** writer.chk over it was written with its data (log writer thread), not by commitPipeline. */
   readonly checkpointed: boolean;
+  /** writer.chk covers it (by the thread or by commitPipeline): it may be replicated. */
+  recorded: boolean;
 }
 
 /**
@@ -138,6 +153,8 @@ export class LogWriter {
   /** Serialises writer.chk updates made outside the pipeline (chunk rollover). */
   private checkpointTail: Promise<void> = Promise.resolve();
   readonly flushStats = { last: 0, total: 0, max: 0, count: 0, lastDelayMs: 0, totalDelayMs: 0, maxDelayMs: 0, recentMeanBytes: 0 };
+  /** Set while this node may not write (a cluster node that is not the leader): the refusal. */
+  private refusal: Error | undefined;
 
   constructor(private readonly deps: LogWriterDeps) {
     const { registry, positions } = deps;
@@ -154,9 +171,40 @@ export class LogWriter {
     return this.writing || this.queue.length > 0;
   }
 
+  /**
+   * Stops writing (a leader steps down): queued requests and the batches in flight are refused
+   * with `refusal` (an in-flight batch may still become durable; it is never applied or answered
+   * here, and a new leader's log decides whether it stays), and so is every later request until
+   * `accept`. Resolves once no batch is in flight, so the log can be handed to replication.
+   */
+  async refuse(refusal: Error): Promise<void> {
+    this.refusal = refusal;
+    for (const r of this.queue.splice(0)) r.reject(refusal);
+    for (const b of this.pipeline) for (const o of b.outcomes) o.request.reject(refusal);
+    while (this.writing) await new Promise((r) => setTimeout(r, 1));
+    while (this.pipeline.some((b) => !b.recorded) && !this.deps.failure.current) await this.pipelineProgress.promise;
+    this.pipeline.splice(0);
+    this.signalPipelineProgress();
+  }
+
+  /** Writes again (this node became the leader). */
+  accept(): void {
+    this.refusal = undefined;
+  }
+
+  get accepting(): boolean {
+    return this.refusal === undefined;
+  }
+
+  /** The commit gate moved: apply what it now allows. */
+  gateMoved(): void {
+    void this.commitPipeline();
+  }
+
   enqueue(build: WriteRequest['build'], requiresFreshChunk = false): Promise<AppendResult> {
     const failed = this.deps.failure.current;
     if (failed) return Promise.reject(failed);
+    if (this.refusal) return Promise.reject(this.refusal);
     return new Promise<AppendResult>((resolve, reject) => {
       this.queue.push({ build, resolve, reject, requiresFreshChunk });
       if (!this.writing) {
@@ -197,8 +245,12 @@ export class LogWriter {
           const summary = this.summaryNotes.finish(completed.header.chunkId, completed.physicalDataSizeBytes, registry.active.header.chunkStartNumber);
           if (summary) void this.deps.summaryStore.save(summary);
           const pos = positions.writer;
-          this.checkpointTail = this.checkpointTail.then(() => this.deps.writerCheckpoint.write(pos)).then(() => { positions.committed = Math.max(positions.committed, pos); });
+          this.checkpointTail = this.checkpointTail.then(() => this.deps.writerCheckpoint.write(pos)).then(() => {
+            positions.durable = Math.max(positions.durable, pos);
+            positions.committed = Math.max(positions.committed, pos);
+          });
           await this.checkpointTail;
+          this.deps.onDurable?.();
           continue;
         }
         await this.writeBatch(batch, startedMs);
@@ -298,6 +350,7 @@ export class LogWriter {
     }
     const inflight: InflightBatch = {
       ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: positions.writer, sizeBytes: offset, startedMs, durable: false, checkpointed,
+      recorded: false,
     };
     this.pipeline.push(inflight);
     durable.then(
@@ -329,30 +382,50 @@ export class LogWriter {
   }
 
   /**
-   * Moves writer.chk over every batch whose data is durable, in log order, and applies them.
-   * Data fsyncs of consecutive batches overlap; one writer.chk update covers all the batches
-   * that became durable while the previous update was being fsynced.
+   * Moves writer.chk over every batch whose data is durable, in log order, then applies the
+   * recorded batches the commit gate allows. Data fsyncs of consecutive batches overlap; one
+   * writer.chk update covers all the batches that became durable while the previous update was
+   * being fsynced.
    */
   private async commitPipeline(): Promise<void> {
     if (this.committing) return;
     this.committing = true;
     const { positions, failure } = this.deps;
     try {
-      while (!failure.current && this.pipeline[0]?.durable === true) {
+      for (;;) {
+        if (failure.current) return;
+        let recorded = 0;
+        while (recorded < this.pipeline.length && this.pipeline[recorded]!.recorded) recorded++;
+        let durable = recorded;
+        while (durable < this.pipeline.length && this.pipeline[durable]!.durable) durable++;
+        if (durable > recorded) {
+          const batches = this.pipeline.slice(recorded, durable);
+          const end = batches[batches.length - 1]!.endPosition;
+          if (batches.some((b) => b.sizeBytes > 0 && !b.checkpointed)) {
+            // Ordered after any rollover checkpoint write.
+            await this.checkpointTail;
+            await this.deps.writerCheckpoint.write(end);
+          }
+          if (failure.current) return;
+          for (const b of batches) b.recorded = true;
+          positions.durable = Math.max(positions.durable, end);
+          this.deps.onDurable?.();
+          this.signalPipelineProgress();
+        }
+        // Refused batches (a leader stepping down) are recorded but never applied or answered.
+        const gate = this.refusal ? Number.NEGATIVE_INFINITY : (this.deps.commitGate?.() ?? Number.POSITIVE_INFINITY);
         let n = 0;
-        while (n < this.pipeline.length && this.pipeline[n]!.durable) n++;
+        while (n < this.pipeline.length && this.pipeline[n]!.recorded && this.pipeline[n]!.endPosition <= gate) n++;
+        if (n === 0) {
+          if (durable > recorded) continue;
+          return;
+        }
         const batches = this.pipeline.slice(0, n);
         const end = batches[n - 1]!.endPosition;
-        if (batches.some((b) => b.sizeBytes > 0 && !b.checkpointed)) {
-          // Ordered after any rollover checkpoint write.
-          await this.checkpointTail;
-          await this.deps.writerCheckpoint.write(end);
-        }
-        if (failure.current) return;
-        positions.committed = end;
+        positions.committed = Math.max(positions.committed, end);
         for (const b of batches) {
           this.recordFlush(b.sizeBytes, performance.now() - b.startedMs);
-          this.apply(b.encoded, end);
+          this.apply(b.encoded, positions.committed);
         }
         this.pipeline.splice(0, n);
         this.signalPipelineProgress();
