@@ -11,12 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 
-import {
-  ExpectedVersion,
-  type EventDb,
-  type RecordedEvent,
-  type StreamState,
-} from '../storage/event-db-types.js';
+import { ExpectedVersion, type EventDb, type StreamState } from '../storage/event-db-types.js';
 import {
   GroupState,
   type ConsumerIdentity,
@@ -30,8 +25,8 @@ import {
   LEGACY_CHECKPOINT_EVENT_TYPE,
   LINK_EVENT_TYPE,
   parkedStreamOf,
-  parseLinkData,
 } from './names.js';
+import { resolveLink } from './resolve-link.js';
 import { originalOf, type ResolvedEvent } from './resolved-event.js';
 import type { SubscriptionSettings } from './settings.js';
 
@@ -278,7 +273,7 @@ export class GroupRuntime {
         const resolved: ResolvedEvent[] = [];
         for (const record of page.events) {
           if (record.eventNumber >= stopRead) break;
-          const message = await this.resolve(record);
+          const message = await resolveLink(this.db, record);
           // A parked link whose event is gone is dropped, as in the original.
           if (message.event !== undefined) resolved.push(message);
         }
@@ -381,24 +376,13 @@ export class GroupRuntime {
         return;
       }
       const events = this.settings.resolveLinkTos
-        ? await Promise.all(page.events.map((record) => this.resolve(record)))
+        ? await Promise.all(page.events.map((record) => resolveLink(this.db, record)))
         : page.events.map((event): ResolvedEvent => ({ event, link: undefined }));
       state.readCompleted(events, page.nextEventNumber, page.lastEventNumber);
     } catch (err: unknown) {
       if (!this.stopped) this.log.error({ err }, 'reading the subscribed stream failed');
       state.readFailed();
     }
-  }
-
-  /** A link event's target; an unresolvable link is kept as the link alone. */
-  private async resolve(record: RecordedEvent): Promise<ResolvedEvent> {
-    if (record.eventType !== LINK_EVENT_TYPE) return { event: record, link: undefined };
-    const target = parseLinkData(record.data.toString('utf8'));
-    if (target === undefined) return { event: undefined, link: record };
-    const found = await this.db.readEvent(target.stream, target.eventNumber);
-    return found.kind === 'success'
-      ? { event: found.event, link: record }
-      : { event: undefined, link: record };
   }
 
   private performEffects(state: GroupState): void {

@@ -24,6 +24,8 @@ import {
   LEGACY_CONFIG_EVENT_TYPE,
   parkedStreamOf,
 } from './names.js';
+import { resolveLink } from './resolve-link.js';
+import type { ResolvedEvent } from './resolved-event.js';
 import {
   parsePersistedConfig,
   toConfigEntry,
@@ -32,6 +34,7 @@ import {
 
 export type { GroupInfo } from './group-runtime.js';
 export type { ConsumerIdentity, Delivery, NackAction } from './group-state.js';
+export type { ResolvedEvent } from './resolved-event.js';
 
 /** How often message timeouts, idle consumers and time-based checkpoints are looked at. */
 export const TICK_MS = 100;
@@ -96,7 +99,30 @@ export interface PersistentSubscriptions {
   allInfos(page?: { offset: number; count: number }): { readonly total: number; readonly infos: readonly GroupInfo[] } | NotRunning;
   /** Group names of a stream (for the description document). */
   groupNames(stream: string): readonly string[];
+  /** A page of a group's parked-message stream, links resolved unless told otherwise. */
+  readParked(stream: string, group: string, page: ParkedPage): Promise<ParkedRead>;
 }
+
+export interface ParkedPage {
+  /** -1 = the last event (backward reads only). */
+  readonly fromEventNumber: number;
+  readonly count: number;
+  readonly direction: 'forward' | 'backward';
+  readonly resolveLinkTos: boolean;
+}
+
+export type ParkedRead =
+  | {
+      readonly kind: 'success';
+      readonly parkedStream: string;
+      /** In the read direction. */
+      readonly events: readonly ResolvedEvent[];
+      readonly lastEventNumber: number;
+      readonly nextEventNumber: number;
+      readonly isEndOfStream: boolean;
+    }
+  | { readonly kind: 'stream-not-found' }
+  | { readonly kind: 'stream-deleted' };
 
 export interface PersistentSubscriptionsOptions {
   readonly db: EventDb;
@@ -296,6 +322,23 @@ class PersistentSubscriptionService implements PersistentSubscriptions {
   groupNames(stream: string): readonly string[] {
     if (!this.isRunning) return [];
     return [...(this.byStream.get(stream) ?? [])].map((runtime) => runtime.group);
+  }
+
+  async readParked(stream: string, group: string, page: ParkedPage): Promise<ParkedRead> {
+    const parkedStream = parkedStreamOf(stream, group);
+    const read = await this.db.readStream(parkedStream, page.fromEventNumber, page.count, page.direction);
+    if (read.kind !== 'success') return read;
+    const events = page.resolveLinkTos
+      ? await Promise.all(read.events.map((record) => resolveLink(this.db, record)))
+      : read.events.map((event): ResolvedEvent => ({ event, link: undefined }));
+    return {
+      kind: 'success',
+      parkedStream,
+      events,
+      lastEventNumber: read.lastEventNumber,
+      nextEventNumber: read.nextEventNumber,
+      isEndOfStream: read.isEndOfStream,
+    };
   }
 
   // ---- internals -------------------------------------------------------------------------

@@ -1,0 +1,762 @@
+/**
+ * The persistent-subscription endpoints of EventStoreDB's PersistentSubscriptionController,
+ * mapped onto the subscriptions service (node/src/subscriptions/). HTTP only: parsing, ACLs,
+ * status codes, media types.
+ *
+ * - `PUT /subscriptions/{stream}/{group}` create: 201 + Location; 409 exists; 400 invalid;
+ *   `POST` update: 200 (drops consumers, resets); 404 missing; `DELETE`: 200; 404 missing.
+ *   Bodies are JSON or XML (415 otherwise); answers are the completion message.
+ * - `GET /subscriptions/{stream}/{group}[/{count}]?embed=` the next messages (1 by default,
+ *   1..100) as `competingatom+xml` (the default) or `+json`; 406 for anything else. The
+ *   `ES-LongPoll: N` header (an extension: the original ignores it here) waits up to N s for
+ *   messages when none are there.
+ * - `POST .../ack/{id}`, `.../ack?ids=`, `.../nack/{id}?action=`, `.../nack?ids=&action=`: 202,
+ *   400 `messageid should be a properly formed guid`.
+ * - `POST .../replayParked?stopAt=`; `GET /subscriptions`, `/subscriptions/{stream}`,
+ *   `.../info` (JSON or XML); `POST /subscriptions/restart`;
+ *   `GET /subscriptions/viewparkedmessages/{stream}/{group}/{event}/{backward|forward}/{count}`.
+ *
+ * ACLs (legacy policy): create/update/delete/restart/replayParked need `$admins` or `$ops`;
+ * statistics need an authenticated user; reading, ack and nack need an authenticated user
+ * allowed to read the stream. Every refusal is a 401 with an empty body.
+ *
+ * An HTTP consumer is its user on one connection (the client's address and port): what
+ * `maxSubscriberCount` counts and consumer strategies choose between. A consumer leaves when
+ * its connection closes or after it idles (see group-state.ts).
+ */
+import type { Socket } from 'node:net';
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+
+import type { Principal } from '../auth-types.js';
+import type { Security } from '../security/security.js';
+import { authorizeRequest, replyUnauthorized, type EndpointPolicy } from '../security/http-auth.js';
+import type {
+  ConsumerIdentity,
+  GroupInfo,
+  NackAction,
+  PersistentSubscriptions,
+} from '../../subscriptions/service.js';
+import { parkedStreamOf } from '../../subscriptions/names.js';
+import { originalOf } from '../../subscriptions/resolved-event.js';
+import { parseSettingsBody, type SettingsParse } from '../../subscriptions/settings.js';
+import { parseEmbed } from '../streams/entry.js';
+import { streamFeed } from '../streams/feed.js';
+import { longPollSignal } from '../streams/long-poll.js';
+import {
+  contentTypeHeader,
+  MediaType,
+  negotiate,
+  parseRequestContentType,
+  type MediaTypeValue,
+} from '../streams/media-types.js';
+import {
+  parseGuid,
+  readLongPollSeconds,
+  readResolveLinkTos,
+} from '../streams/request-headers.js';
+import { requestBaseUrl, sendStatus } from '../streams/stream-http.js';
+import { parseXml, xmlToJson } from '../streams/xml-events.js';
+import {
+  competingFeed,
+  completionMessage,
+  dtoXml,
+  feedXml,
+  infoDto,
+  pagedDto,
+  resolvedEntry,
+  subscriptionPath,
+  summaryDto,
+  type CompletionResult,
+} from './persistent-subscriptions-wire.js';
+import { registerZodScope, type HostApp, type ZodScope } from './zod-route-scope.js';
+
+export interface PersistentSubscriptionRoutesDeps {
+  readonly security: Security;
+  readonly subscriptions: PersistentSubscriptions;
+  /** Aborted when the server starts closing: long polls answer at once. */
+  readonly closing: AbortSignal;
+}
+
+/** PersistentSubscriptionController.DefaultCodecs (statistics, create/update answers). */
+const DEFAULT_CODECS: readonly MediaTypeValue[] = [MediaType.Json, MediaType.Xml];
+/** AtomCodecs of the competing feed: XML first (the answer when no Accept is sent). */
+const COMPETING_CODECS: readonly MediaTypeValue[] = [MediaType.CompetingXml, MediaType.CompetingJson];
+const MESSAGE_COUNT_MAX = 100;
+const BAD_GUID = 'messageid should be a properly formed guid';
+const NOT_ACCEPTABLE = 'Requested URI is not available in requested format';
+const NOT_RUNNING = 'Persistent subscriptions are not started';
+const MAX_SUBSCRIBERS = 'Maximum subscriptions reached';
+const BODY_LIMIT_BYTES = 1024 * 1024;
+
+const GroupParams = z.object({
+  stream: z.string().min(1).describe('The stream the group subscribes to'),
+  subscription: z.string().min(1).describe('The group name'),
+});
+const StreamParams = z.object({ stream: z.string().min(1) });
+const CountParams = GroupParams.extend({ count: z.string().describe('1..100') });
+const MessageParams = GroupParams.extend({ messageid: z.string().describe('A message id (GUID)') });
+const ParkedParams = z.object({
+  stream: z.string().min(1),
+  group: z.string().min(1),
+  event: z.string().describe('An event number (or head, backward)'),
+  count: z.string(),
+});
+const FormatQuery = z.looseObject({ format: z.string().optional() });
+const EmbedQuery = z.looseObject({
+  embed: z.string().optional().describe('none, content, rich, body, pretty, tryharder'),
+});
+const PagingQuery = z.looseObject({
+  offset: z.string().optional().describe('Streams to skip (paged answer)'),
+  count: z.string().optional().describe('Streams per page (paged answer)'),
+});
+const IdsQuery = z.looseObject({ ids: z.string().optional().describe('Comma-separated message ids') });
+const ActionQuery = z.looseObject({
+  action: z.string().optional().describe('Park, Retry, Skip or Stop'),
+});
+const NackQuery = z.looseObject({ ids: z.string().optional(), action: z.string().optional() });
+const ReplayQuery = z.looseObject({ stopAt: z.string().optional().describe('Replay parked messages numbered below this') });
+/** The create/update body (SubscriptionConfigData); property names match case-insensitively. */
+const SubscriptionItem = z
+  .object({
+    resolveLinktos: z.boolean().optional(),
+    startFrom: z.number().int().optional(),
+    startPosition: z.string().optional(),
+    extraStatistics: z.boolean().optional(),
+    checkPointAfterMilliseconds: z.number().int().optional(),
+    liveBufferSize: z.number().int().optional(),
+    readBatchSize: z.number().int().optional(),
+    bufferSize: z.number().int().optional(),
+    maxCheckPointCount: z.number().int().optional(),
+    maxRetryCount: z.number().int().optional(),
+    maxSubscriberCount: z.number().int().optional(),
+    messageTimeoutMilliseconds: z.number().int().optional(),
+    minCheckPointCount: z.number().int().optional(),
+    namedConsumerStrategy: z.enum(['RoundRobin', 'DispatchToSingle', 'Pinned', 'PinnedByCorrelation']).optional(),
+    preferRoundRobin: z.boolean().optional(),
+  })
+  .describe('Subscription item (all fields optional); JSON or XML');
+
+export function registerPersistentSubscriptionRoutes(
+  app: HostApp,
+  deps: PersistentSubscriptionRoutesDeps,
+): void {
+  registerZodScope(app, (scope) => {
+    // Bodies are read by the handlers (create/update decide JSON or XML; others ignore them).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES },
+      (_request, body, done) => done(null, body),
+    );
+    registerStatistics(scope, deps);
+    registerManagement(scope, deps);
+    registerMessages(scope, deps);
+    registerParked(scope, deps);
+  });
+}
+
+// ---- statistics ----------------------------------------------------------------------------
+
+function registerStatistics(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
+  const tags = ['subscriptions'];
+  scope.get(
+    '/subscriptions',
+    {
+      schema: {
+        tags,
+        summary: 'Every subscription group (paged over streams with offset and count)',
+        querystring: PagingQuery.extend(FormatQuery.shape),
+      },
+    },
+    async (request, reply) => {
+      const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
+      if (mediaType === undefined) return reply;
+      const { offset, count } = request.query;
+      let page: { offset: number; count: number } | undefined;
+      if (offset !== undefined || count !== undefined) {
+        const offsetValue = offset === undefined ? 0 : parseInt32(offset);
+        if (offsetValue === undefined || offsetValue < 0)
+          return badRequest(reply, `Offset "${offset ?? ''}" must be a non-negative integer`);
+        const countValue = count === undefined ? undefined : parseInt32(count);
+        if (countValue === undefined || countValue < 1)
+          return badRequest(reply, `Count "${count ?? ''}" must be a positive integer`);
+        page = { offset: offsetValue, count: countValue };
+      }
+      const all = deps.subscriptions.allInfos(page);
+      if ('kind' in all) return notRunning(reply);
+      const baseUrl = requestBaseUrl(request);
+      if (page === undefined) {
+        const summaries = all.infos.map((info) => summaryDto(baseUrl, info));
+        return sendDocument(reply, 200, mediaType, summaries, () =>
+          dtoXml('', summaries, 'SubscriptionSummary'),
+        );
+      }
+      const paged = pagedDto(baseUrl, { ...page, total: all.total }, all.infos);
+      return sendDocument(reply, 200, mediaType, paged, () => dtoXml('PagedSubscriptionInfo', paged));
+    },
+  );
+  scope.get(
+    '/subscriptions/:stream',
+    { schema: { tags, summary: "A stream's subscription groups", params: StreamParams, querystring: FormatQuery } },
+    async (request, reply) => {
+      const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
+      if (mediaType === undefined) return reply;
+      const infos = deps.subscriptions.streamInfos(request.params.stream);
+      if (infos !== undefined && 'kind' in infos) return notRunning(reply);
+      const baseUrl = requestBaseUrl(request);
+      const summaries = (infos ?? []).map((info) => summaryDto(baseUrl, info));
+      return sendDocument(reply, infos === undefined ? 404 : 200, mediaType, summaries, () =>
+        dtoXml('', summaries, 'SubscriptionSummary'),
+      );
+    },
+  );
+  scope.get(
+    '/subscriptions/:stream/:subscription/info',
+    { schema: { tags, summary: 'A group: settings, status, statistics, consumers', params: GroupParams, querystring: FormatQuery } },
+    async (request, reply) => {
+      const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
+      if (mediaType === undefined) return reply;
+      const info = deps.subscriptions.info(request.params.stream, request.params.subscription);
+      if (info === undefined) return sendStatus(reply, 404, 'Not Found');
+      if ('kind' in info) return notRunning(reply);
+      const dto = infoDto(requestBaseUrl(request), info as GroupInfo);
+      return sendDocument(reply, 200, mediaType, dto, () => dtoXml('SubscriptionInfo', dto));
+    },
+  );
+}
+
+// ---- create, update, delete, restart, replay -------------------------------------------------
+
+function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
+  const tags = ['subscriptions'];
+  scope.put(
+    '/subscriptions/:stream/:subscription',
+    {
+      schema: {
+        tags,
+        summary: 'Create a subscription group ($admins or $ops)',
+        params: GroupParams,
+        querystring: FormatQuery,
+        body: SubscriptionItem.optional(),
+      },
+      // The body is read as bytes and parsed by the handler (JSON or XML).
+      validatorCompiler: () => () => true,
+    },
+    async (request, reply) => {
+      const parsed = await admitSettings(request, reply, deps);
+      if (parsed === undefined) return reply;
+      const { stream, subscription } = request.params;
+      const { mediaType, settings, user } = parsed;
+      const result = await deps.subscriptions.create(stream, subscription, settings, user);
+      reply.header('location', `${requestBaseUrl(request)}${subscriptionPath(stream, subscription)}`);
+      switch (result.kind) {
+        case 'created':
+          return sendCompletion(reply, 201, 'Created', mediaType, 'Success');
+        case 'exists':
+          return sendCompletion(reply, 409, 'Conflict', mediaType, 'AlreadyExists', result.message);
+        case 'fail':
+          return sendCompletion(reply, 400, 'Bad Request', mediaType, 'Fail', result.message);
+        case 'not-running':
+          return notRunning(reply);
+      }
+    },
+  );
+  scope.post(
+    '/subscriptions/:stream/:subscription',
+    {
+      schema: {
+        tags,
+        summary: 'Update a group: drops its consumers and restarts it from its checkpoint ($admins or $ops)',
+        params: GroupParams,
+        querystring: FormatQuery,
+        body: SubscriptionItem.optional(),
+      },
+      validatorCompiler: () => () => true,
+    },
+    async (request, reply) => {
+      const parsed = await admitSettings(request, reply, deps);
+      if (parsed === undefined) return reply;
+      const { stream, subscription } = request.params;
+      const { mediaType, settings, user } = parsed;
+      const result = await deps.subscriptions.update(stream, subscription, settings, user);
+      reply.header('location', `${requestBaseUrl(request)}${subscriptionPath(stream, subscription)}`);
+      switch (result.kind) {
+        case 'updated':
+          return sendCompletion(reply, 200, 'OK', mediaType, 'Success');
+        case 'not-found':
+          return sendCompletion(reply, 404, 'Not Found', mediaType, 'DoesNotExist', result.message);
+        case 'fail':
+          return sendCompletion(reply, 400, 'Bad Request', mediaType, 'Fail', result.message);
+        case 'not-running':
+          return notRunning(reply);
+      }
+    },
+  );
+  scope.delete(
+    '/subscriptions/:stream/:subscription',
+    { schema: { tags, summary: "Delete a group and its checkpoint and parked messages ($admins or $ops)", params: GroupParams } },
+    async (request, reply) => {
+      const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+      if (!decision.allowed) return reply;
+      const { stream, subscription } = request.params;
+      const result = await deps.subscriptions.delete(stream, subscription, userOf(decision.principal));
+      switch (result.kind) {
+        case 'deleted':
+          return sendCompletion(reply, 200, 'OK', MediaType.Json, 'Success');
+        case 'not-found':
+          return sendCompletion(reply, 404, 'Not Found', MediaType.Json, 'DoesNotExist', result.message);
+        case 'fail':
+          return sendCompletion(reply, 400, 'Bad Request', MediaType.Json, 'Fail', result.message);
+        case 'not-running':
+          return notRunning(reply);
+      }
+    },
+  );
+  scope.post(
+    '/subscriptions/restart',
+    { schema: { tags, summary: 'Restart the subsystem from the stored configuration ($admins or $ops)', querystring: FormatQuery } },
+    async (request, reply) => {
+      const mediaType = await admit(request, reply, deps, 'ops-or-admins', DEFAULT_CODECS);
+      if (mediaType === undefined) return reply;
+      if (!deps.subscriptions.restart()) {
+        const reason =
+          'The Persistent Subscriptions subsystem cannot be restarted because it is not started.';
+        return sendStatus(reply, 400, 'Bad Request', reason);
+      }
+      return sendDocument(reply, 200, mediaType, 'Restarting', () => dtoXml('string', 'Restarting'));
+    },
+  );
+  scope.post(
+    '/subscriptions/:stream/:subscription/replayParked',
+    {
+      schema: {
+        tags,
+        summary: 'Deliver parked messages again (those numbered below stopAt, or all) ($admins or $ops)',
+        params: GroupParams,
+        querystring: ReplayQuery,
+      },
+    },
+    async (request, reply) => {
+      const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+      if (!decision.allowed) return reply;
+      const { stopAt } = request.query;
+      let stopAtValue: number | undefined;
+      if (stopAt !== undefined) {
+        stopAtValue = /^\d+$/.test(stopAt) ? Number(stopAt) : Number.NaN;
+        if (!Number.isSafeInteger(stopAtValue))
+          return badRequest(reply, 'stopAt should be a properly formed positive long');
+      }
+      const { stream, subscription } = request.params;
+      const result = deps.subscriptions.replayParked(stream, subscription, stopAtValue);
+      switch (result.kind) {
+        case 'ok':
+          return sendCompletion(reply, 200, 'OK', MediaType.Json, 'Success');
+        case 'not-found':
+          return sendCompletion(reply, 404, 'Not Found', MediaType.Json, 'DoesNotExist', result.message);
+        case 'not-running':
+          return notRunning(reply);
+      }
+    },
+  );
+}
+
+// ---- messages: read next, ack, nack ----------------------------------------------------------
+
+function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
+  const tags = ['subscriptions'];
+  const readNext = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: { stream: string; subscription: string; count?: string },
+    embed: string | undefined,
+  ): Promise<FastifyReply> => {
+    const negotiated = negotiate(request.headers.accept, undefined, COMPETING_CODECS);
+    if (negotiated === undefined) return sendStatus(reply, 406, NOT_ACCEPTABLE, NOT_ACCEPTABLE);
+    const principal = await admitStreamReader(request, reply, deps, params.stream);
+    if (principal === undefined) return reply;
+    let count = 1;
+    if (params.count !== undefined) {
+      const parsed = parseInt32(params.count) ?? 0;
+      if (parsed < 1 || parsed > MESSAGE_COUNT_MAX) {
+        return badRequest(
+          reply,
+          `Message count must be an integer between 1 and ${MESSAGE_COUNT_MAX} 'count' ='${parsed}'`,
+        );
+      }
+      count = parsed;
+    }
+    const longPollSeconds = readLongPollSeconds(request);
+    const consumer = consumerOf(request, principal, deps.subscriptions);
+    const outcome = await deps.subscriptions.pull(params.stream, params.subscription, consumer, count, {
+      longPollMs: (longPollSeconds ?? 0) * 1000,
+      signal: longPollSignal(reply.raw, deps.closing),
+    });
+    const mediaType = negotiated.mediaType;
+    switch (outcome.kind) {
+      case 'not-running':
+        return notRunning(reply);
+      case 'not-found':
+        return sendDocument(reply, 404, mediaType, 'Not found.', () => dtoXml('string', 'Not found.'), 'Not Found');
+      case 'fail':
+        return sendDocument(reply, 400, mediaType, outcome.message, () => dtoXml('string', outcome.message), 'Bad Request');
+      case 'max-subscribers':
+        return badRequest(reply, MAX_SUBSCRIBERS);
+      case 'ok': {
+        const feed = competingFeed({
+          baseUrl: requestBaseUrl(request),
+          stream: params.stream,
+          group: params.subscription,
+          count,
+          embed: parseEmbed(embed),
+          deliveries: outcome.deliveries,
+        });
+        return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
+      }
+    }
+  };
+  scope.get(
+    '/subscriptions/:stream/:subscription',
+    { schema: { tags, summary: 'The next message (competingatom+xml or +json)', params: GroupParams, querystring: EmbedQuery } },
+    (request, reply) => readNext(request, reply, request.params, request.query.embed),
+  );
+  scope.get(
+    '/subscriptions/:stream/:subscription/:count',
+    { schema: { tags, summary: 'The next count (1..100) messages', params: CountParams, querystring: EmbedQuery } },
+    (request, reply) => readNext(request, reply, request.params, request.query.embed),
+  );
+
+  const answer = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    params: { stream: string; subscription: string },
+    ids: string | undefined,
+    apply: (ids: string[], consumerId: string) => void,
+  ): Promise<FastifyReply> => {
+    const principal = await admitStreamReader(request, reply, deps, params.stream);
+    if (principal === undefined) return reply;
+    const parsed = (ids ?? '').split(',').map(parseGuid);
+    if (ids === undefined || parsed.some((id) => id === undefined)) return badRequest(reply, BAD_GUID);
+    apply(parsed as string[], consumerIdOf(request, principal));
+    return sendStatus(reply, 202, 'Accepted');
+  };
+  scope.post(
+    '/subscriptions/:stream/:subscription/ack/:messageid',
+    { schema: { tags, summary: 'Acknowledge a message', params: MessageParams } },
+    (request, reply) =>
+      answer(request, reply, request.params, request.params.messageid, (ids) =>
+        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
+      ),
+  );
+  scope.post(
+    '/subscriptions/:stream/:subscription/ack',
+    { schema: { tags, summary: 'Acknowledge messages', params: GroupParams, querystring: IdsQuery } },
+    (request, reply) =>
+      answer(request, reply, request.params, request.query.ids, (ids) =>
+        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
+      ),
+  );
+  scope.post(
+    '/subscriptions/:stream/:subscription/nack/:messageid',
+    { schema: { tags, summary: 'Negatively acknowledge a message', params: MessageParams, querystring: ActionQuery } },
+    (request, reply) =>
+      answer(request, reply, request.params, request.params.messageid, (ids, consumerId) =>
+        deps.subscriptions.nack(
+          request.params.stream,
+          request.params.subscription,
+          ids,
+          nackActionOf(request.query.action),
+          consumerId,
+        ),
+      ),
+  );
+  scope.post(
+    '/subscriptions/:stream/:subscription/nack',
+    { schema: { tags, summary: 'Negatively acknowledge messages', params: GroupParams, querystring: NackQuery } },
+    (request, reply) =>
+      answer(request, reply, request.params, request.query.ids, (ids, consumerId) =>
+        deps.subscriptions.nack(
+          request.params.stream,
+          request.params.subscription,
+          ids,
+          nackActionOf(request.query.action),
+          consumerId,
+        ),
+      ),
+  );
+}
+
+/** `park|retry|skip|stop`, case-insensitive; anything else is Unknown (retry, or park at the limit). */
+function nackActionOf(action: string | undefined): NackAction {
+  switch ((action ?? '').toLowerCase()) {
+    case 'park':
+      return 'park';
+    case 'retry':
+      return 'retry';
+    case 'skip':
+      return 'skip';
+    case 'stop':
+      return 'stop';
+    default:
+      return 'unknown';
+  }
+}
+
+// ---- parked messages -----------------------------------------------------------------------
+
+function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
+  for (const direction of ['backward', 'forward'] as const) {
+    scope.get(
+      `/subscriptions/viewparkedmessages/:stream/:group/:event/${direction}/:count`,
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: `A page of the parked messages, read ${direction}`,
+          params: ParkedParams,
+          querystring: EmbedQuery,
+        },
+      },
+      async (request, reply) => {
+        const admitted = await admitPrincipal(request, reply, deps, 'authenticated', COMPETING_CODECS);
+        if (admitted === undefined) return reply;
+        const { mediaType, principal } = admitted;
+        const { stream, group, event, count } = request.params;
+        const head = direction === 'backward' && event === 'head';
+        const from = head ? -1 : /^\d+$/.test(event) ? Number(event) : Number.NaN;
+        if (!Number.isSafeInteger(from)) return badRequest(reply, `'${event}' is not valid event number`);
+        const countValue = parseInt32(count);
+        if (countValue === undefined || countValue <= 0)
+          return badRequest(reply, `'${count}' is not valid count. Should be positive integer`);
+        const resolveLinkTos = readResolveLinkTos(request);
+        if (!(await deps.security.canAccessStream(principal, parkedStreamOf(stream, group), 'r'))) {
+          return replyUnauthorized(reply);
+        }
+        const read = await deps.subscriptions.readParked(stream, group, {
+          fromEventNumber: from,
+          count: countValue,
+          direction,
+          resolveLinkTos,
+        });
+        if (read.kind === 'stream-not-found') return sendStatus(reply, 404, 'Not Found');
+        if (read.kind === 'stream-deleted') return sendStatus(reply, 410, 'Deleted');
+        const baseUrl = requestBaseUrl(request);
+        const records = read.events.map(originalOf);
+        const last = read.lastEventNumber;
+        const feed = streamFeed(
+          {
+            stream: read.parkedStream,
+            direction,
+            fromEventNumber: head ? last : from,
+            count: countValue,
+            lastEventNumber: last,
+            isEndOfStream: read.isEndOfStream,
+            headRequested: head,
+            events: records,
+            eTag: undefined,
+          },
+          { baseUrl, embed: 'none' },
+        );
+        const embed = parseEmbed(request.query.embed);
+        const newestFirst = direction === 'forward' ? [...read.events].reverse() : [...read.events];
+        feed.entries = newestFirst.map((resolved) => resolvedEntry(resolved, { baseUrl, embed }));
+        return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
+      },
+    );
+  }
+}
+
+// ---- helpers -------------------------------------------------------------------------------
+
+/** Negotiates the answer type (406), then applies the endpoint policy (401). */
+async function admit(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PersistentSubscriptionRoutesDeps,
+  policy: EndpointPolicy,
+  codecs: readonly MediaTypeValue[],
+): Promise<MediaTypeValue | undefined> {
+  return (await admitPrincipal(request, reply, deps, policy, codecs))?.mediaType;
+}
+
+async function admitPrincipal(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PersistentSubscriptionRoutesDeps,
+  policy: EndpointPolicy,
+  codecs: readonly MediaTypeValue[],
+): Promise<{ mediaType: MediaTypeValue; principal: Principal | undefined } | undefined> {
+  const format = (request.query as { format?: string } | undefined)?.format;
+  const negotiated = negotiate(request.headers.accept, format, codecs);
+  if (negotiated === undefined) {
+    sendStatus(reply, 406, NOT_ACCEPTABLE, NOT_ACCEPTABLE);
+    return undefined;
+  }
+  const decision = await authorizeRequest(deps.security, request, reply, policy);
+  return decision.allowed
+    ? { mediaType: negotiated.mediaType, principal: decision.principal }
+    : undefined;
+}
+
+/** An authenticated user allowed to read `stream` (processing messages); undefined after a 401. */
+async function admitStreamReader(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PersistentSubscriptionRoutesDeps,
+  stream: string,
+): Promise<Principal | undefined> {
+  const decision = await authorizeRequest(deps.security, request, reply, 'authenticated');
+  if (!decision.allowed || decision.principal === undefined) return undefined;
+  if (!(await deps.security.canAccessStream(decision.principal, stream, 'r'))) {
+    replyUnauthorized(reply);
+    return undefined;
+  }
+  return decision.principal;
+}
+
+/** Create and update: JSON or XML body (415 otherwise), $admins or $ops, valid settings. */
+async function admitSettings(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PersistentSubscriptionRoutesDeps,
+): Promise<
+  | { mediaType: MediaTypeValue; settings: Extract<SettingsParse, { kind: 'ok' }>['settings']; user: string }
+  | undefined
+> {
+  const requestType = parseRequestContentType(request.headers['content-type'], DEFAULT_CODECS);
+  if (requestType.kind === 'unsupported') {
+    const reason = 'Invalid or missing Content-Type';
+    sendStatus(reply, 415, reason, reason);
+    return undefined;
+  }
+  const format = (request.query as { format?: string } | undefined)?.format;
+  const negotiated = negotiate(request.headers.accept, format, DEFAULT_CODECS);
+  if (negotiated === undefined) {
+    sendStatus(reply, 406, NOT_ACCEPTABLE, NOT_ACCEPTABLE);
+    return undefined;
+  }
+  const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+  if (!decision.allowed) return undefined;
+  const body = readBody(request.body, requestType.mediaType);
+  if (body.kind === 'invalid') {
+    badRequest(reply, body.message);
+    return undefined;
+  }
+  const parsed = parseSettingsBody(body.value);
+  if (parsed.kind === 'invalid') {
+    badRequest(reply, parsed.message);
+    return undefined;
+  }
+  if (parsed.kind === 'fail') {
+    sendCompletion(reply, 400, 'Bad Request', negotiated.mediaType, 'Fail', parsed.message);
+    return undefined;
+  }
+  return {
+    mediaType: negotiated.mediaType,
+    settings: parsed.settings,
+    user: userOf(decision.principal),
+  };
+}
+
+function readBody(
+  body: unknown,
+  mediaType: MediaTypeValue,
+): { kind: 'ok'; value: unknown } | { kind: 'invalid'; message: string } {
+  const text = Buffer.isBuffer(body) ? body.toString('utf8') : '';
+  if (text.trim() === '') return { kind: 'ok', value: undefined };
+  if (mediaType === MediaType.Xml) {
+    const root = parseXml(text);
+    if (root === undefined) return { kind: 'invalid', message: 'Invalid subscription settings: the XML body cannot be read' };
+    return { kind: 'ok', value: root.children.length === 0 ? undefined : xmlToJson(root) };
+  }
+  try {
+    return { kind: 'ok', value: JSON.parse(text) };
+  } catch {
+    return { kind: 'invalid', message: 'Invalid subscription settings: the body is not valid JSON' };
+  }
+}
+
+function userOf(principal: Principal | undefined): string {
+  return principal?.login ?? '';
+}
+
+/** Consumers registered per connection, so that a closing connection takes them along. */
+const consumersBySocket = new WeakMap<Socket, Set<string>>();
+
+function consumerIdOf(request: FastifyRequest, principal: Principal): string {
+  const socket = request.raw.socket;
+  return `${principal.login}@${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
+}
+
+function consumerOf(
+  request: FastifyRequest,
+  principal: Principal,
+  subscriptions: PersistentSubscriptions,
+): ConsumerIdentity {
+  const socket = request.raw.socket;
+  const id = consumerIdOf(request, principal);
+  let ids = consumersBySocket.get(socket);
+  if (ids === undefined) {
+    const known = new Set<string>();
+    ids = known;
+    consumersBySocket.set(socket, known);
+    socket.once('close', () => {
+      for (const consumerId of known) subscriptions.connectionClosed(consumerId);
+    });
+  }
+  ids.add(id);
+  const userAgent = request.headers['user-agent'];
+  return {
+    id,
+    username: principal.login,
+    from: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`,
+    connectionName: typeof userAgent === 'string' ? userAgent : '',
+  };
+}
+
+/** .NET int.TryParse of an int32 (sign and surrounding spaces allowed); undefined otherwise. */
+function parseInt32(text: string): number | undefined {
+  if (!/^\s*[+-]?\d+\s*$/.test(text)) return undefined;
+  const value = Number(text);
+  return value >= -(2 ** 31) && value <= 2 ** 31 - 1 ? value : undefined;
+}
+
+function badRequest(reply: FastifyReply, message: string): FastifyReply {
+  return sendStatus(reply, 400, 'Bad Request', message);
+}
+
+function notRunning(reply: FastifyReply): FastifyReply {
+  return sendStatus(reply, 503, 'Service Unavailable', NOT_RUNNING);
+}
+
+function sendDocument(
+  reply: FastifyReply,
+  status: number,
+  mediaType: MediaTypeValue,
+  json: unknown,
+  xml: () => string,
+  reason = status === 200 ? 'OK' : 'Not Found',
+): FastifyReply {
+  const body = mediaType.endsWith('xml') ? xml() : JSON.stringify(json, null, 2);
+  reply.raw.statusMessage = reason;
+  return reply.code(status).header('content-type', contentTypeHeader(mediaType)).send(body);
+}
+
+function sendCompletion(
+  reply: FastifyReply,
+  status: number,
+  reason: string,
+  mediaType: MediaTypeValue,
+  result: CompletionResult,
+  message = '',
+): FastifyReply {
+  const completion = completionMessage(result, message);
+  return sendDocument(
+    reply,
+    status,
+    mediaType,
+    completion,
+    () => dtoXml('PersistentSubscriptionCompleted', completion),
+    reason,
+  );
+}
