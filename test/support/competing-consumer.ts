@@ -43,6 +43,7 @@ export interface PullOptions {
 export class CompetingConsumer {
   private readonly pool: Pool;
   private readonly path: string;
+  private closed: Promise<void> | undefined;
 
   constructor(
     readonly baseUrl: string,
@@ -98,8 +99,10 @@ export class CompetingConsumer {
     return this.post(`${this.path}/nack?ids=${ids}&action=${action}`);
   }
 
+  /** Closes the connection (the node drops the consumer); safe to call twice. */
   close(): Promise<void> {
-    return this.pool.close();
+    this.closed ??= this.pool.close();
+    return this.closed;
   }
 }
 

@@ -336,8 +336,10 @@ export class GroupState {
     }));
     const takeFrom = (list: Message[]): Message[] => {
       const kept: Message[] = [];
-      for (const message of list) {
-        if (wanted() <= 0 || !this.strategy.mayTake(message.resolved, consumerId, slots)) {
+      for (let index = 0; index < list.length; index++) {
+        const message = list[index] as Message;
+        if (wanted() <= 0) return index === 0 ? list : kept.concat(list.slice(index));
+        if (!this.strategy.mayTake(message.resolved, consumerId, slots)) {
           kept.push(message);
           continue;
         }
