@@ -442,3 +442,48 @@ describe('statistics: GET /subscriptions, /subscriptions/{stream}, .../info', ()
     expect(xml.text).toContain('<NamedConsumerStrategy>RoundRobin</NamedConsumerStrategy>');
   });
 });
+
+describe('around the endpoints', () => {
+  it("the stream's description document names its groups", async () => {
+    const stream = uniqueStream('ps-desc');
+    await appendNumbered(running.node.baseUrl, stream, 1);
+    const before = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'application/vnd.eventstore.streamdesc+json' },
+    });
+    expect(before.json()._links.streamSubscription).toBeUndefined();
+    await createGroup(running.node.baseUrl, stream, 'g1');
+    const after = await http('GET', `/streams/${stream}`, {
+      headers: { accept: 'application/vnd.eventstore.streamdesc+json' },
+    });
+    expect(after.json()._links.streamSubscription).toEqual([
+      {
+        href: `/subscriptions/${stream}/g1`,
+        supportedContentTypes: [
+          'application/vnd.eventstore.competingatom+xml',
+          'application/vnd.eventstore.competingatom+json',
+        ],
+      },
+    ]);
+  });
+
+  it('GET /openapi.json lists every subscription route', async () => {
+    const paths = Object.keys((await http('GET', '/openapi.json', { auth: false })).json().paths);
+    for (const route of [
+      '/subscriptions',
+      '/subscriptions/restart',
+      '/subscriptions/{stream}',
+      '/subscriptions/{stream}/{subscription}',
+      '/subscriptions/{stream}/{subscription}/{count}',
+      '/subscriptions/{stream}/{subscription}/info',
+      '/subscriptions/{stream}/{subscription}/replayParked',
+      '/subscriptions/{stream}/{subscription}/ack',
+      '/subscriptions/{stream}/{subscription}/ack/{messageid}',
+      '/subscriptions/{stream}/{subscription}/nack',
+      '/subscriptions/{stream}/{subscription}/nack/{messageid}',
+      '/subscriptions/viewparkedmessages/{stream}/{group}/{event}/backward/{count}',
+      '/subscriptions/viewparkedmessages/{stream}/{group}/{event}/forward/{count}',
+    ]) {
+      expect(paths, route).toContain(route);
+    }
+  });
+});

@@ -102,6 +102,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     authorizer: deps.security,
     maxEventSizeBytes: config.maxEventSize,
     bodyLimitBytes: Math.min(Math.max(config.maxEventSize * 2, 1024 * 1024), BODY_LIMIT_BYTES_MAX),
+    subscriptionGroups: (stream) => deps.subscriptions?.groupNames(stream) ?? [],
   });
   const { db, security, log, version } = deps;
   registerUserRoutes(app, { security });
