@@ -254,6 +254,9 @@ describe('GET /subscriptions/{stream}/{group}[/{count}] (next messages)', () => 
       expect(response.status, count).toBe(400);
       expect(response.text).toBe(`Message count must be an integer between 1 and 100 'count' ='${shown}'`);
     }
+    const badPoll = await http('GET', path(stream, 'g'), { headers: { accept: COMPETING_JSON, 'es-longpoll': 'soon' } });
+    expect(badPoll.status).toBe(400);
+    expect(badPoll.text).toBe('ES-LongPoll header in wrong format.');
     const missing = await http('GET', path(stream, 'nope'), { headers: { accept: COMPETING_JSON } });
     expect(missing.status).toBe(404);
     expect(missing.json()).toBe('Not found.');
@@ -349,6 +352,7 @@ describe('replayParked, viewparkedmessages, restart', () => {
     expect(xml.headers.get('content-type')).toBe('application/vnd.eventstore.competingatom+xml; charset=utf-8');
     expect((await http('GET', `${base}/0/forward/10`, { headers: { authorization: USER } })).status).toBe(401);
     expect((await http('GET', `${base}/x/forward/10`)).status).toBe(400);
+    expect((await http('GET', `${base}/0/forward/10`, { headers: { 'es-resolvelinktos': 'maybe' } })).status).toBe(400);
     expect((await http('GET', `${base}/0/forward/0`)).status).toBe(400);
   });
 

@@ -29,6 +29,7 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
+import { EventDbError } from '../../errors.js';
 import type { Principal } from '../auth-types.js';
 import type { Security } from '../security/security.js';
 import { authorizeRequest, replyUnauthorized, type EndpointPolicy } from '../security/http-auth.js';
@@ -387,7 +388,8 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       }
       count = parsed;
     }
-    const longPollSeconds = readLongPollSeconds(request);
+    const longPollSeconds = headerValue(reply, () => readLongPollSeconds(request));
+    if (longPollSeconds === INVALID_HEADER) return reply;
     const consumer = consumerOf(request, principal, deps.subscriptions);
     const outcome = await deps.subscriptions.pull(params.stream, params.subscription, consumer, count, {
       longPollMs: (longPollSeconds ?? 0) * 1000,
@@ -528,7 +530,8 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
         const countValue = parseInt32(count);
         if (countValue === undefined || countValue <= 0)
           return badRequest(reply, `'${count}' is not valid count. Should be positive integer`);
-        const resolveLinkTos = readResolveLinkTos(request);
+        const resolveLinkTos = headerValue(reply, () => readResolveLinkTos(request));
+        if (resolveLinkTos === INVALID_HEADER) return reply;
         if (!(await deps.security.canAccessStream(principal, parkedStreamOf(stream, group), 'r'))) {
           return replyUnauthorized(reply);
         }
@@ -719,6 +722,19 @@ function parseInt32(text: string): number | undefined {
   if (!/^\s*[+-]?\d+\s*$/.test(text)) return undefined;
   const value = Number(text);
   return value >= -(2 ** 31) && value <= 2 ** 31 - 1 ? value : undefined;
+}
+
+const INVALID_HEADER = Symbol('invalid header');
+
+/** Reads a header with the streams API's parsers; a malformed one is answered 400 here. */
+function headerValue<T>(reply: FastifyReply, read: () => T): T | typeof INVALID_HEADER {
+  try {
+    return read();
+  } catch (err: unknown) {
+    if (!(err instanceof EventDbError) || err.httpStatus !== 400) throw err;
+    badRequest(reply, err.message);
+    return INVALID_HEADER;
+  }
 }
 
 function badRequest(reply: FastifyReply, message: string): FastifyReply {
