@@ -72,6 +72,7 @@ import {
   type CompletionResult,
 } from './persistent-subscriptions-wire.js';
 import { registerZodScope, type HostApp, type ZodScope } from './zod-route-scope.js';
+import { errorResponses, type ResponseDocs } from '../openapi-responses.js';
 
 export interface PersistentSubscriptionRoutesDeps {
   readonly security: Security;
@@ -90,6 +91,17 @@ const NOT_ACCEPTABLE = 'Requested URI is not available in requested format';
 const NOT_RUNNING = 'Persistent subscriptions are not started';
 const MAX_SUBSCRIBERS = 'Maximum subscriptions reached';
 const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** OpenAPI: what each route answers (openapi-responses.ts). */
+function answers(
+  success: Record<number, { description: string; mediaTypes?: readonly string[] }>,
+  ...errors: number[]
+): { responses: ResponseDocs } {
+  return { responses: { ...success, ...errorResponses(...errors) } };
+}
+const COMPLETION = 'The completion message {correlationId, reason, result}';
+const STATS_TYPES = [MediaType.Json, MediaType.Xml];
+const FEED_TYPES = [MediaType.CompetingXml, MediaType.CompetingJson];
 
 const GroupParams = z.object({
   stream: z.string().min(1).describe('The stream the group subscribes to'),
@@ -170,6 +182,7 @@ function registerStatistics(scope: ZodScope, deps: PersistentSubscriptionRoutesD
         summary: 'Every subscription group (paged over streams with offset and count)',
         querystring: PagingQuery.extend(FormatQuery.shape),
       },
+      config: answers({ 200: { description: 'Group summaries (or a page of them)', mediaTypes: STATS_TYPES } }, 400, 401, 406),
     },
     async (request, reply) => {
       const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
@@ -200,7 +213,10 @@ function registerStatistics(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.get(
     '/subscriptions/:stream',
-    { schema: { tags, summary: "A stream's subscription groups", params: StreamParams, querystring: FormatQuery } },
+    {
+      schema: { tags, summary: "A stream's subscription groups", params: StreamParams, querystring: FormatQuery },
+      config: answers({ 200: { description: 'Group summaries', mediaTypes: STATS_TYPES }, 404: { description: 'No group on this stream ([])', mediaTypes: STATS_TYPES } }, 401, 406),
+    },
     async (request, reply) => {
       const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
       if (mediaType === undefined) return reply;
@@ -215,7 +231,10 @@ function registerStatistics(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.get(
     '/subscriptions/:stream/:subscription/info',
-    { schema: { tags, summary: 'A group: settings, status, statistics, consumers', params: GroupParams, querystring: FormatQuery } },
+    {
+      schema: { tags, summary: 'A group: settings, status, statistics, consumers', params: GroupParams, querystring: FormatQuery },
+      config: answers({ 200: { description: 'The group', mediaTypes: STATS_TYPES } }, 401, 404, 406),
+    },
     async (request, reply) => {
       const mediaType = await admit(request, reply, deps, 'authenticated', DEFAULT_CODECS);
       if (mediaType === undefined) return reply;
@@ -242,6 +261,13 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
         querystring: FormatQuery,
         body: SubscriptionItem.optional(),
       },
+      config: answers(
+        {
+          201: { description: `Created (Location: the group); ${COMPLETION}`, mediaTypes: STATS_TYPES },
+          409: { description: `The group exists; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+        },
+        400, 401, 406, 415,
+      ),
       // The body is read as bytes and parsed by the handler (JSON or XML).
       validatorCompiler: () => () => true,
     },
@@ -274,6 +300,13 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
         querystring: FormatQuery,
         body: SubscriptionItem.optional(),
       },
+      config: answers(
+        {
+          200: { description: `Updated; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+          404: { description: `No such group; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+        },
+        400, 401, 406, 415,
+      ),
       validatorCompiler: () => () => true,
     },
     async (request, reply) => {
@@ -297,7 +330,16 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.delete(
     '/subscriptions/:stream/:subscription',
-    { schema: { tags, summary: "Delete a group and its checkpoint and parked messages ($admins or $ops)", params: GroupParams } },
+    {
+      schema: { tags, summary: 'Delete a group and its checkpoint and parked messages ($admins or $ops)', params: GroupParams },
+      config: answers(
+        {
+          200: { description: `Deleted; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
+          404: { description: `No such group; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
+        },
+        400, 401,
+      ),
+    },
     async (request, reply) => {
       const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
       if (!decision.allowed) return reply;
@@ -317,7 +359,10 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.post(
     '/subscriptions/restart',
-    { schema: { tags, summary: 'Restart the subsystem from the stored configuration ($admins or $ops)', querystring: FormatQuery } },
+    {
+      schema: { tags, summary: 'Restart the subsystem from the stored configuration ($admins or $ops)', querystring: FormatQuery },
+      config: answers({ 200: { description: '"Restarting"', mediaTypes: STATS_TYPES } }, 400, 401, 406),
+    },
     async (request, reply) => {
       const mediaType = await admit(request, reply, deps, 'ops-or-admins', DEFAULT_CODECS);
       if (mediaType === undefined) return reply;
@@ -338,6 +383,13 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
         params: GroupParams,
         querystring: ReplayQuery,
       },
+      config: answers(
+        {
+          200: { description: `Replay started; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
+          404: { description: `No such group; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
+        },
+        400, 401,
+      ),
     },
     async (request, reply) => {
       const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
@@ -364,6 +416,15 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
 }
 
 // ---- messages: read next, ack, nack ----------------------------------------------------------
+
+const READ_ANSWERS = answers(
+  {
+    200: { description: 'The next messages, newest first, with ack/nack links', mediaTypes: FEED_TYPES },
+    404: { description: 'No such group ("Not found.")', mediaTypes: FEED_TYPES },
+  },
+  400, 401, 406,
+);
+const ANSWER_ANSWERS = answers({ 202: { description: 'Accepted (no body)' } }, 400, 401);
 
 function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
   const tags = ['subscriptions'];
@@ -420,12 +481,18 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
   };
   scope.get(
     '/subscriptions/:stream/:subscription',
-    { schema: { tags, summary: 'The next message (competingatom+xml or +json)', params: GroupParams, querystring: EmbedQuery } },
+    {
+      schema: { tags, summary: 'The next message (competingatom+xml or +json)', params: GroupParams, querystring: EmbedQuery },
+      config: READ_ANSWERS,
+    },
     (request, reply) => readNext(request, reply, request.params, request.query.embed),
   );
   scope.get(
     '/subscriptions/:stream/:subscription/:count',
-    { schema: { tags, summary: 'The next count (1..100) messages', params: CountParams, querystring: EmbedQuery } },
+    {
+      schema: { tags, summary: 'The next count (1..100) messages', params: CountParams, querystring: EmbedQuery },
+      config: READ_ANSWERS,
+    },
     (request, reply) => readNext(request, reply, request.params, request.query.embed),
   );
 
@@ -445,7 +512,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
   };
   scope.post(
     '/subscriptions/:stream/:subscription/ack/:messageid',
-    { schema: { tags, summary: 'Acknowledge a message', params: MessageParams } },
+    { schema: { tags, summary: 'Acknowledge a message', params: MessageParams }, config: ANSWER_ANSWERS },
     (request, reply) =>
       answer(request, reply, request.params, request.params.messageid, (ids) =>
         deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
@@ -453,7 +520,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
   );
   scope.post(
     '/subscriptions/:stream/:subscription/ack',
-    { schema: { tags, summary: 'Acknowledge messages', params: GroupParams, querystring: IdsQuery } },
+    { schema: { tags, summary: 'Acknowledge messages', params: GroupParams, querystring: IdsQuery }, config: ANSWER_ANSWERS },
     (request, reply) =>
       answer(request, reply, request.params, request.query.ids, (ids) =>
         deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
@@ -461,7 +528,10 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack/:messageid',
-    { schema: { tags, summary: 'Negatively acknowledge a message', params: MessageParams, querystring: ActionQuery } },
+    {
+      schema: { tags, summary: 'Negatively acknowledge a message', params: MessageParams, querystring: ActionQuery },
+      config: ANSWER_ANSWERS,
+    },
     (request, reply) =>
       answer(request, reply, request.params, request.params.messageid, (ids, consumerId) =>
         deps.subscriptions.nack(
@@ -475,7 +545,10 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack',
-    { schema: { tags, summary: 'Negatively acknowledge messages', params: GroupParams, querystring: NackQuery } },
+    {
+      schema: { tags, summary: 'Negatively acknowledge messages', params: GroupParams, querystring: NackQuery },
+      config: ANSWER_ANSWERS,
+    },
     (request, reply) =>
       answer(request, reply, request.params, request.query.ids, (ids, consumerId) =>
         deps.subscriptions.nack(
@@ -518,6 +591,7 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
           params: ParkedParams,
           querystring: EmbedQuery,
         },
+        config: answers({ 200: { description: 'A page of the parked-message stream', mediaTypes: FEED_TYPES } }, 400, 401, 404, 406, 410),
       },
       async (request, reply) => {
         const admitted = await admitPrincipal(request, reply, deps, 'authenticated', COMPETING_CODECS);
