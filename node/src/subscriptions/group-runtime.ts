@@ -244,7 +244,7 @@ export class GroupRuntime {
     const state = this.state;
     if (state === undefined || this.stopped) return;
     state.tick(this.nowMs());
-    // Consumers that idled out may hold long polls no more (they end with their request).
+    // Timed-out messages are retries now: waiting pulls may take them.
     this.afterChange();
   }
 
@@ -306,7 +306,7 @@ export class GroupRuntime {
 
   // ---- information -----------------------------------------------------------------------
 
-  /** Statistics; undefined while the group is still loading (status NotReady). */
+  /** Statistics (status NotReady while the group is still loading). */
   info(): GroupInfo {
     const stats: GroupStats =
       this.state?.stats(this.nowMs()) ?? {
