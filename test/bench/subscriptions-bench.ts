@@ -13,8 +13,8 @@
  *
  * Every loop is bounded in time (BENCH_SUBSCRIPTIONS_MS per run, default 6000) and in count.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -40,12 +40,31 @@ interface Throughput {
   readonly count: number;
   readonly elapsedMs: number;
   readonly errors: number;
+  /** CPU of the node process during the run, in % of one core. */
+  readonly serverCpuPercent: number;
+  /** CPU of this (load-generating) process during the run, in % of one core. */
+  readonly clientCpuPercent: number;
+}
+
+/** The node's pid, for its CPU figures (set once it runs). */
+let serverPid = 0;
+
+/** utime + stime of a process in ms (Linux clock ticks are 10 ms); 0 once it is gone. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
+  } catch {
+    return 0;
+  }
 }
 
 export async function run(): Promise<BenchSection> {
   const dir = mkdtempSync(join(process.env['BENCH_DIR'] ?? tmpdir(), 'eventdb-bench-subs-'));
   const notes: string[] = [
     `${EVENTS} events of ~100 B; pages of ${PAGE} (embed=body); each run ${RUN_MS} ms at most (BENCH_SUBSCRIPTIONS_MS)`,
+    `machine: load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} at start`,
     'consumers and readers run in the bench process, one keep-alive connection each; groups use the default settings',
   ];
   let node: NodeProcess | undefined;
@@ -59,6 +78,7 @@ export async function run(): Promise<BenchSection> {
       args: ['--db', join(dir, 'db'), '--index', join(dir, 'index')],
     });
     const origin = node.baseUrl;
+    serverPid = node.child.pid ?? 0;
     await fill(origin);
     const metrics: BenchMetric[] = [];
     for (const consumers of [1, 8]) {
@@ -75,6 +95,10 @@ export async function run(): Promise<BenchSection> {
           value: round(subscription.perSecond / Math.max(1, baseline.perSecond), 2),
           unit: 'x',
         },
+      );
+      notes.push(
+        `${consumers}: node CPU ${subscription.serverCpuPercent}% (subscription) vs ${baseline.serverCpuPercent}% (reads), ` +
+          `load generator ${subscription.clientCpuPercent}% vs ${baseline.clientCpuPercent}% of one core`,
       );
       if (subscription.errors + baseline.errors > 0)
         notes.push(`${consumers}: ${subscription.errors} subscription errors, ${baseline.errors} read errors`);
@@ -143,6 +167,8 @@ async function lanes(
   const pools = Array.from({ length: workers }, () => new Pool(origin, { connections: 1, pipelining: 1 }));
   let count = 0;
   let errors = 0;
+  const serverCpuStart = cpuMsOf(serverPid);
+  const clientCpuStart = process.cpuUsage();
   const start = performance.now();
   const deadline = start + RUN_MS;
   try {
@@ -165,7 +191,15 @@ async function lanes(
     await Promise.all(pools.map((pool) => pool.close()));
   }
   const elapsedMs = performance.now() - start;
-  return { perSecond: Math.round((count / elapsedMs) * 1000), count, elapsedMs, errors };
+  const clientCpu = process.cpuUsage(clientCpuStart);
+  return {
+    perSecond: Math.round((count / elapsedMs) * 1000),
+    count,
+    elapsedMs,
+    errors,
+    serverCpuPercent: Math.round(((cpuMsOf(serverPid) - serverCpuStart) / elapsedMs) * 100),
+    clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1000 / elapsedMs) * 100),
+  };
 }
 
 function readThroughput(origin: string, readers: number): Promise<Throughput> {
