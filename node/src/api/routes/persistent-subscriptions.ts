@@ -79,6 +79,7 @@ export interface PersistentSubscriptionRoutesDeps {
 /** AtomCodecs of the competing feed: XML first (the answer when no Accept is sent). */
 const COMPETING_CODECS: readonly MediaTypeValue[] = [MediaType.CompetingXml, MediaType.CompetingJson];
 const MESSAGE_COUNT_MAX = 100;
+const NEVER_ABORTED = new AbortController().signal;
 const BAD_GUID = 'messageid should be a properly formed guid';
 const MAX_SUBSCRIBERS = 'Maximum subscriptions reached';
 const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -445,7 +446,8 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
     const consumer = consumerOf(request, principal, deps.subscriptions);
     const outcome = await deps.subscriptions.pull(params.stream, params.subscription, consumer, count, {
       longPollMs: (longPollSeconds ?? 0) * 1000,
-      signal: longPollSignal(reply.raw, deps.closing),
+      // Only a long poll waits, and only it needs to know when the client goes away.
+      signal: longPollSeconds === undefined ? NEVER_ABORTED : longPollSignal(reply.raw, deps.closing),
     });
     const mediaType = negotiated.mediaType;
     switch (outcome.kind) {
