@@ -13,6 +13,7 @@ import { EventDbError, FatalError, isErrno } from './errors.js';
 import { buildServer } from './api/build-server.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
+import { createPersistentSubscriptions } from './subscriptions/service.js';
 import {
   ConfigError,
   describeModifiedOptions,
@@ -145,12 +146,19 @@ async function startNode(
     nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.nodeIp),
   });
 
+  // On a cluster this runs on the leader only: start()/stop() follow leadership.
+  const subscriptions = createPersistentSubscriptions({
+    db,
+    log: log.child({ component: 'subscriptions' }),
+  });
+
   let stopping: Promise<void> | undefined;
   const shutdown = (reason: string): Promise<void> => {
     stopping ??= (async () => {
       log.info({ reason }, 'shutting down');
       try {
         await app.close();
+        await subscriptions.stop();
         await scavenges.close();
         security.close();
         await db.close();
@@ -172,10 +180,12 @@ async function startNode(
     version: packageVersion(),
     requestShutdown,
     scavenges,
+    subscriptions,
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
+  await subscriptions.start();
   const address = await app.listen({ host: config.nodeIp, port: config.nodePort }).catch((err: unknown) => {
     if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
     const where = `${config.nodeIp}:${config.nodePort}`;

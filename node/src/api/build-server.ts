@@ -15,11 +15,13 @@ import { lazyChildLoggerFactory } from './request-logger.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes } from './routes/cluster.js';
 import { registerInfoRoutes } from './routes/info.js';
+import { registerPersistentSubscriptionRoutes } from './routes/persistent-subscriptions.js';
 import { registerScavengeRoutes } from './routes/scavenge.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
+import type { PersistentSubscriptions } from '../subscriptions/service.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 
@@ -34,6 +36,8 @@ export interface BuildServerDeps {
   readonly requestShutdown: () => void;
   /** Scavenge admin (POST/GET/DELETE /admin/scavenge*); those routes are absent without it. */
   readonly scavenges?: ScavengeService;
+  /** Persistent subscriptions (/subscriptions*); those routes are absent without it. */
+  readonly subscriptions?: PersistentSubscriptions;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -98,6 +102,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     authorizer: deps.security,
     maxEventSizeBytes: config.maxEventSize,
     bodyLimitBytes: Math.min(Math.max(config.maxEventSize * 2, 1024 * 1024), BODY_LIMIT_BYTES_MAX),
+    subscriptionGroups: (stream) => deps.subscriptions?.groupNames(stream) ?? [],
   });
   const { db, security, log, version } = deps;
   registerUserRoutes(app, { security });
@@ -107,6 +112,10 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerStatsRoutes(app, { security, db, ...(config.memDb ? {} : { dataPath: config.db }) });
   if (deps.scavenges !== undefined)
     registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
+  if (deps.subscriptions !== undefined) {
+    const { subscriptions } = deps;
+    registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
+  }
   return app;
 }
 

@@ -180,10 +180,16 @@ export function allFeed(page: AllPage, options: FeedOptions): Record<string, unk
   return feed;
 }
 
-/** The description document served on feed routes to clients that ask for no format. */
-export function descriptionDocument(stream: string): Record<string, unknown> {
+/**
+ * The description document served on feed routes to clients that ask for no format; it names
+ * the stream's persistent-subscription groups, when it has any (relative hrefs, as the original).
+ */
+export function descriptionDocument(
+  stream: string,
+  subscriptionGroups: readonly string[] = [],
+): Record<string, unknown> {
   const href = `/streams/${escapeStream(stream)}`;
-  return {
+  const document = {
     title: `Description document for '${stream}'`,
     description:
       'The description document will be presented when no accept header is present ' +
@@ -194,6 +200,16 @@ export function descriptionDocument(stream: string): Record<string, unknown> {
         href,
         supportedContentTypes: ['application/atom+xml', 'application/vnd.eventstore.atom+json'],
       },
-    },
+    } as Record<string, unknown>,
   };
+  if (subscriptionGroups.length > 0) {
+    document._links.streamSubscription = subscriptionGroups.map((group) => ({
+      href: `/subscriptions/${escapeStream(stream)}/${escapeStream(group)}`,
+      supportedContentTypes: [
+        'application/vnd.eventstore.competingatom+xml',
+        'application/vnd.eventstore.competingatom+json',
+      ],
+    }));
+  }
+  return document;
 }

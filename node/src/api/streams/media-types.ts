@@ -16,6 +16,9 @@ export const MediaType = {
   EventsJson: 'application/vnd.eventstore.events+json',
   EventsXml: 'application/vnd.eventstore.events+xml',
   DescriptionDocJson: 'application/vnd.eventstore.streamdesc+json',
+  /** Persistent-subscription (competing consumers) feeds. */
+  CompetingXml: 'application/vnd.eventstore.competingatom+xml',
+  CompetingJson: 'application/vnd.eventstore.competingatom+json',
   Raw: 'application/octet-stream',
   PlainText: 'text/plain',
 } as const;

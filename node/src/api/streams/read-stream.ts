@@ -99,7 +99,8 @@ export async function handleStreamFeed(
     params.direction === 'forward' || from === 'head' ? readLongPollSeconds(request) : undefined;
   await authorizeStream(context, request, params.stream, 'r');
   if (negotiated.mediaType === MediaType.DescriptionDocJson) {
-    const body = JSON.stringify(descriptionDocument(params.stream), null, 2);
+    const groups = context.subscriptionGroups?.(params.stream) ?? [];
+    const body = JSON.stringify(descriptionDocument(params.stream, groups), null, 2);
     const status = negotiated.byDefault ? 406 : 200;
     return sendStatus(reply, status, 'Description Document', body, MediaType.DescriptionDocJson);
   }

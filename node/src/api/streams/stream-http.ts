@@ -15,6 +15,8 @@ export interface StreamsContext {
   readonly maxEventSizeBytes: number;
   /** Aborted when the server starts closing: long polls answer at once instead of waiting. */
   readonly closing: AbortSignal;
+  /** Persistent-subscription groups of a stream, named by the description document. */
+  readonly subscriptionGroups?: (stream: string) => readonly string[];
 }
 
 export const ALL_STREAM = '$all';
