@@ -6,7 +6,8 @@
  * - an invalid or unknown option prints the problems and exits 2;
  * - SIGTERM, SIGINT and POST /admin/shutdown shut down gracefully (stop accepting requests,
  *   close the engine so everything is flushed, exit 0);
- * - a fatal condition reported by the engine is logged synchronously and exits 1.
+ * - a fatal condition reported by the engine is logged synchronously and exits 1;
+ * - SIGHUP re-reads the configuration and applies what can change live (reload/reload.ts).
  */
 import { readFileSync } from 'node:fs';
 import { EventDbError, FatalError, isErrno } from './errors.js';
@@ -22,6 +23,7 @@ import {
 } from './config/load.js';
 import { commandLineRequest, renderHelp } from './config/help.js';
 import { createRootLogger, type RootLogger } from './logging.js';
+import { createReloader, reloadOnSignal } from './reload/reload.js';
 import { openEventDb } from './storage/event-db.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
 import type { NodeConfig } from './config/schema.js';
@@ -30,13 +32,17 @@ const EXIT_OK = 0;
 const EXIT_FATAL = 1;
 const EXIT_CONFIG = 2;
 
+function loadConfigFromProcess(): LoadedConfig {
+  return loadConfig({
+    argv: process.argv.slice(2),
+    env: process.env,
+    readFile: (path) => readFileSync(path, 'utf8'),
+  });
+}
+
 function loadConfigOrExit(): LoadedConfig {
   try {
-    return loadConfig({
-      argv: process.argv.slice(2),
-      env: process.env,
-      readFile: (path) => readFileSync(path, 'utf8'),
-    });
+    return loadConfigFromProcess();
   } catch (err: unknown) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
@@ -105,6 +111,8 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => exitFatal(err, 'uncaught exception'));
   process.on('unhandledRejection', (err) => exitFatal(err, 'unhandled promise rejection'));
   logStartup(root, loaded);
+  const reloader = createReloader({ load: loadConfigFromProcess, initial: config, log });
+  reloadOnSignal(reloader, log);
   try {
     await startNode(root, loaded, exitFatal);
   } catch (err: unknown) {

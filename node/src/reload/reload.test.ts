@@ -1,0 +1,86 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { createReloader, describeChanges, diffConfig } from './reload.js';
+
+function loaded(yaml: string): LoadedConfig {
+  return loadConfig({ argv: ['--config', 'c.yaml'], env: {}, readFile: () => yaml });
+}
+
+function memoryLogger(): { log: pino.Logger; records: Array<Record<string, unknown>> } {
+  const records: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      records.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), records };
+}
+
+describe('diffConfig / describeChanges', () => {
+  it('lists changed options by YAML name and masks secrets', () => {
+    const before = loaded('LogLevel: info').config;
+    const after = loaded('LogLevel: debug\nDefaultAdminPassword: s3cret\nHttpPort: 3000').config;
+    const changes = diffConfig(before, after);
+    expect(changes.map((c) => c.option)).toEqual(['logLevel', 'defaultAdminPassword', 'httpPort']);
+    expect(describeChanges(changes)).toEqual({
+      LogLevel: { from: 'info', to: 'debug' },
+      DefaultAdminPassword: { from: '****', to: '****' },
+      HttpPort: { from: 2113, to: 3000 },
+    });
+    expect(diffConfig(before, before)).toEqual([]);
+  });
+});
+
+describe('createReloader', () => {
+  it('applies the log level, keeps other changes pending until a restart, and runs steps', async () => {
+    const { log, records } = memoryLogger();
+    let yaml = 'LogLevel: info\nChunkSize: 8192';
+    const reloader = createReloader({ load: () => loaded(yaml), initial: loaded(yaml).config, log });
+    const seen: number[] = [];
+    reloader.addStep('probe', (l) => void seen.push(l.config.chunkSize));
+
+    yaml = 'LogLevel: warn\nChunkSize: 16384';
+    const first = await reloader.reload();
+    expect(first?.applied.map((c) => c.option)).toEqual(['logLevel']);
+    expect(first?.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
+    expect(log.level).toBe('warn');
+    expect(reloader.current().logLevel).toBe('warn');
+    expect(reloader.current().chunkSize).toBe(8192);
+    expect(seen).toEqual([16384]);
+    // at level warn the info line is gone, the restart warning is there
+    expect(records.find((r) => r['msg'] === 'configuration reloaded')).toBeUndefined();
+    expect(records.find((r) => r['option'] === 'ChunkSize')).toMatchObject({ from: 8192, to: 16384 });
+
+    log.level = 'info';
+    records.length = 0;
+    const second = await reloader.reload();
+    expect(second?.applied).toEqual([]);
+    expect(second?.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
+  });
+
+  it('keeps the running configuration when the sources became invalid', async () => {
+    const { log, records } = memoryLogger();
+    let yaml = 'LogLevel: info';
+    const reloader = createReloader({ load: () => loaded(yaml), initial: loaded(yaml).config, log });
+    yaml = 'LogLevel: loud\nNoSuchOption: 1';
+    expect(await reloader.reload()).toBeUndefined();
+    expect(log.level).toBe('info');
+    const failure = records.find((r) => String(r['msg']).startsWith('configuration reload failed'));
+    expect(JSON.stringify(failure?.['issues'])).toMatch(/LogLevel[\s\S]*NoSuchOption|NoSuchOption[\s\S]*LogLevel/);
+  });
+
+  it('passes errors other than ConfigError on', async () => {
+    const { log } = memoryLogger();
+    const reloader = createReloader({
+      load: () => {
+        throw new Error('disk gone');
+      },
+      initial: loaded('').config,
+      log,
+    });
+    await expect(reloader.reload()).rejects.toThrow('disk gone');
+  });
+});
