@@ -24,11 +24,11 @@ describe('diffConfig / describeChanges', () => {
     const before = loaded('LogLevel: info').config;
     const after = loaded('LogLevel: debug\nDefaultAdminPassword: s3cret\nHttpPort: 3000').config;
     const changes = diffConfig(before, after);
-    expect(changes.map((c) => c.option)).toEqual(['logLevel', 'defaultAdminPassword', 'httpPort']);
+    expect(changes.map((c) => c.option)).toEqual(['logLevel', 'defaultAdminPassword', 'nodePort']);
     expect(describeChanges(changes)).toEqual({
       LogLevel: { from: 'info', to: 'debug' },
       DefaultAdminPassword: { from: '****', to: '****' },
-      HttpPort: { from: 2113, to: 3000 },
+      NodePort: { from: 2113, to: 3000 },
     });
     expect(diffConfig(before, before)).toEqual([]);
   });
