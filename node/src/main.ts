@@ -9,7 +9,9 @@
  * - a fatal condition reported by the engine is logged synchronously and exits 1;
  * - SIGHUP re-reads the configuration and applies what can change live (reload/reload.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { buildServer } from './api/build-server.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
@@ -23,6 +25,9 @@ import {
 } from './config/load.js';
 import { commandLineRequest, renderHelp } from './config/help.js';
 import { createRootLogger, type RootLogger } from './logging.js';
+import { advertisedEndpoints, createClusterMember, isClusterMember, type ClusterMember } from './cluster/cluster-setup.js';
+import type { AdvertisedEndpoints } from './cluster/cluster-node.js';
+import type { NodeState } from './cluster/member-info.js';
 import { createReloader, reloadOnSignal } from './reload/reload.js';
 import { openEventDb } from './storage/event-db.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
@@ -136,22 +141,34 @@ async function startNode(
 ): Promise<void> {
   const { config } = loaded;
   const { log } = root;
-  const db = await openEventDb(engineOptions(config), {
-    log,
-    onFatal: (err) => exitFatal(err, 'storage engine failed; stopping the node'),
-  });
+  const version = packageVersion();
+  const engineDeps = { log, onFatal: (err: Error) => exitFatal(err, 'storage engine failed; stopping the node') };
+  // A cluster member's writes are routed through its cluster node (the leader writes, others
+  // forward), and leader-only services follow its state.
+  const member = isClusterMember(config)
+    ? await createClusterMember({
+      config, engineOptions: engineOptions(config), engineDeps, instanceId: randomUUID(), version, log,
+      onStateChange: (state, previous) => onStateChange(state, previous),
+    })
+    : undefined;
+  const db = member?.db ?? (await openEventDb(engineOptions(config), engineDeps));
   const security = await createSecurity({
     db,
     log: log.child({ component: 'security' }),
     defaultAdminPassword: config.defaultAdminPassword,
     defaultOpsPassword: config.defaultOpsPassword,
     allowAnonymousStreamAccess: config.allowAnonymousStreamAccess,
+    // In a cluster the leader creates them once elected.
+    createDefaultUsers: member === undefined,
   });
+  let advertised: AdvertisedEndpoints | undefined;
   const scavenges = createScavengeService({
     db,
     log: log.child({ component: 'scavenge' }),
     historyMaxAgeDays: config.scavengeHistoryMaxAge,
-    nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.nodeIp),
+    nodeEndpoint: () => advertised === undefined
+      ? nodeEndpointOf(app.server.address(), config.nodeIp)
+      : `${advertised.httpHost}:${advertised.httpPort}`,
   });
 
   // On a cluster this runs on the leader only: start()/stop() follow leadership.
@@ -159,12 +176,24 @@ async function startNode(
     db,
     log: log.child({ component: 'subscriptions' }),
   });
+  function onStateChange(state: NodeState, previous: NodeState): void {
+    // The scavenge history's start-up work writes: once a leader can take it.
+    if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
+    if (state === 'Leader') {
+      void security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword)
+        .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
+      void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
+    } else if (previous === 'Leader') {
+      void subscriptions.stop();
+    }
+  }
 
   let stopping: Promise<void> | undefined;
   const shutdown = (reason: string): Promise<void> => {
     stopping ??= (async () => {
       log.info({ reason }, 'shutting down');
       try {
+        await member?.node.stop();
         await app.close();
         await subscriptions.stop();
         await scavenges.close();
@@ -185,15 +214,16 @@ async function startNode(
     security,
     log,
     loaded,
-    version: packageVersion(),
+    version,
     requestShutdown,
     scavenges,
     subscriptions,
+    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica) }),
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  await subscriptions.start();
+  if (member === undefined) await subscriptions.start();
   const address = await app.listen({ host: config.nodeIp, port: config.nodePort }).catch((err: unknown) => {
     if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
     const where = `${config.nodeIp}:${config.nodePort}`;
@@ -205,8 +235,35 @@ async function startNode(
       { cause: err },
     );
   });
-  await scavenges.initialise();
-  log.info({ address, memDb: config.memDb, db: config.db, index: config.index }, 'ready');
+  if (member !== undefined) {
+    const replication = await member.node.listenReplication(config.replicationIp || config.nodeIp, config.replicationPort);
+    advertised = advertisedEndpoints(config, app.server.address() as AddressInfo, replication);
+    member.node.start(advertised);
+  }
+  if (member === undefined) await scavenges.initialise();
+  log.info({
+    address, memDb: config.memDb, db: config.db, index: config.index,
+    ...(advertised === undefined ? {} : { clusterSize: config.clusterSize, advertised }),
+  }, 'ready');
+}
+
+/** What the HTTP API needs of a cluster member. */
+function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
+  const { node } = member;
+  return {
+    membership: node,
+    node,
+    nodeState: () => node.nodeState,
+    replicationStats: () => node.replicationTree(),
+    routing: {
+      readOnlyReplica,
+      leaderUrl(): string | null | undefined {
+        if (node.isLeader) return undefined;
+        const leader = node.leaderInfo();
+        return leader === undefined ? null : `http://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
+      },
+    },
+  };
 }
 
 main().catch((err: unknown) => {

@@ -83,6 +83,8 @@ type WriteRequest = {
   readonly build: (ctx: BatchContext) => WritePlan;
   /** The write must start a chunk of its own (a scavenge point completes the active chunk). */
   readonly requiresFreshChunk?: boolean;
+  /** Answer once durable here, before it is applied (a new leader's epoch record). */
+  readonly answerWhenDurable?: boolean;
   readonly resolve: (r: AppendResult) => void;
   readonly reject: (e: unknown) => void;
 };
@@ -134,6 +136,19 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => { resolve = r; });
   return { promise, resolve };
+}
+
+/** The answer to a written request: its last group's numbers and commit position. */
+function resultOf(outcome: QueuedOutcome, groups: readonly EncodedGroup[]): AppendResult {
+  let result = outcome.result;
+  for (const g of groups) {
+    const first = g.events[0];
+    const last = g.events[g.events.length - 1];
+    result = !first || !last
+      ? { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false }
+      : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
+  }
+  return result;
 }
 
 export class LogWriter {
@@ -201,12 +216,12 @@ export class LogWriter {
     void this.commitPipeline();
   }
 
-  enqueue(build: WriteRequest['build'], requiresFreshChunk = false): Promise<AppendResult> {
+  enqueue(build: WriteRequest['build'], requiresFreshChunk = false, answerWhenDurable = false): Promise<AppendResult> {
     const failed = this.deps.failure.current;
     if (failed) return Promise.reject(failed);
     if (this.refusal) return Promise.reject(this.refusal);
     return new Promise<AppendResult>((resolve, reject) => {
-      this.queue.push({ build, resolve, reject, requiresFreshChunk });
+      this.queue.push({ build, resolve, reject, requiresFreshChunk, answerWhenDurable });
       if (!this.writing) {
         // Start on the next turn of the event loop: every append arriving in this turn (all the
         // writers woken by one acknowledgement, all the requests read in one poll) joins the batch.
@@ -407,7 +422,10 @@ export class LogWriter {
             await this.deps.writerCheckpoint.write(end);
           }
           if (failure.current) return;
-          for (const b of batches) b.recorded = true;
+          for (const b of batches) {
+            b.recorded = true;
+            for (const e of b.encoded) if (e.outcome.request.answerWhenDurable) e.outcome.request.resolve(resultOf(e.outcome, e.groups));
+          }
           positions.durable = Math.max(positions.durable, end);
           this.deps.onDurable?.();
           this.signalPipelineProgress();
@@ -452,17 +470,7 @@ export class LogWriter {
       }
     }
     this.deps.applier.apply(writes, committedPosition);
-    for (const { outcome, groups } of encoded) {
-      let result = outcome.result;
-      for (const g of groups) {
-        const first = g.events[0];
-        const last = g.events[g.events.length - 1];
-        result = !first || !last
-          ? { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false }
-          : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
-      }
-      outcome.request.resolve(result);
-    }
+    for (const { outcome, groups } of encoded) outcome.request.resolve(resultOf(outcome, groups));
   }
 
   private signalPipelineProgress(): void {
