@@ -107,6 +107,7 @@ export async function resolveLink(db: EventDb, record: RecordedEvent): Promise<S
 class AllReader implements EventReader {
   private prepare: number;
   private commit: number;
+  private caughtUp = false;
 
   constructor(private readonly db: EventDb, from: CheckpointTag & { mode: 'position' }, private readonly watch: CommitWatch) {
     this.prepare = from.prepare;
@@ -125,12 +126,13 @@ class AllReader implements EventReader {
       this.commit = record.commitPosition;
     }
     const eof = result.isEnd && events.length < maxCount;
+    this.caughtUp = eof;
     return { events, eof };
   }
 
   progress(): number {
     const end = this.watch.position;
-    if (end <= 0) return 100;
+    if (end <= 0 || this.caughtUp) return 100;
     return Math.min(100, (100 * Math.max(0, this.prepare)) / end);
   }
 }
