@@ -173,6 +173,8 @@ export class CoreProjection {
   /** The state of a partition as the handler holds it ('' when unknown); loads it when needed. */
   async state(partition: string): Promise<string> {
     if (partition !== '' && this.isPartitioned()) await this.ensureLoaded([partition]);
+    // A partitioned bi-state projection's root partition is its shared state.
+    if (partition === '' && this.isPartitioned() && this.definition.options.biState) return this.options.handler.shared();
     return this.options.handler.state(partition);
   }
 
