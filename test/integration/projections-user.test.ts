@@ -90,6 +90,10 @@ describe('continuous user projections across restarts', () => {
     expect(JSON.parse(results?.[results.length - 1]?.data ?? '{}')).toEqual({ total: totalDeposits });
     const partitionResults = await readRawStream(http, `$projections-balances-${category}-0-result`);
     expect(JSON.parse(partitionResults?.[partitionResults.length - 1]?.data ?? '{}')).toEqual(expected.get(`${category}-0`));
+    // The projection's result stream links to each partition's results.
+    const links = await readRawStream(http, '$projections-balances-result');
+    expect(links?.every((e) => e.eventType === '$>' && /^\d+@\$projections-balances-.*-result$/.test(e.data))).toBe(true);
+    expect(links?.filter((e) => e.data.endsWith(`@$projections-balances-${category}-0-result`)).length).toBe(partitionResults?.length);
   });
 
   it('continue from their checkpoint after a clean restart', async () => {

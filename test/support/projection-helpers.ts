@@ -53,11 +53,13 @@ async function allHead(http: Http): Promise<string> {
  */
 export async function waitCaughtUp(http: Http, names: readonly string[], timeoutMs = 60_000): Promise<void> {
   let previous = '';
+  let last = '';
   await waitFor(
     `${names.join(', ')} to catch up`,
     async () => {
       const head = await allHead(http);
       const stats = await Promise.all(names.map((n) => statistics(http, n)));
+      last = stats.map((s) => `${s.name}: ${s.status} ${s.position} ${s.progress}% pending ${s.writePendingEventsAfterCheckpoint} writing ${s.writesInProgress}`).join('; ');
       for (const s of stats) if (s.status.startsWith('Faulted')) throw new Error(`${s.name} faulted: ${s.stateReason}`);
       const done = stats.every((s) => s.status === 'Running' && s.progress === 100 && s.writePendingEventsAfterCheckpoint === 0 && s.writesInProgress === 0);
       const snapshot = head + stats.map((s) => s.position).join('|');
@@ -67,7 +69,9 @@ export async function waitCaughtUp(http: Http, names: readonly string[], timeout
     },
     timeoutMs,
     100,
-  );
+  ).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)} (last: ${last})`);
+  });
 }
 
 export interface RawEvent {

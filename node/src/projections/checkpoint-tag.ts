@@ -45,16 +45,24 @@ export function tagToJson(
   version?: ProjectionVersion,
   extra?: Readonly<Record<string, string>>,
 ): string {
-  const parts: string[] = [];
-  if (version !== undefined && version.id > 0) parts.push(`"$v":${JSON.stringify(versionText(version))}`);
-  if (tag.mode === 'position') {
-    parts.push(`"$c":${tag.commit}`, `"$p":${tag.prepare}`);
-  } else {
-    const streams = Object.entries(tag.streams).map(([s, n]) => `${JSON.stringify(s)}:${n}`);
-    parts.push(`"$s":{${streams.join(',')}}`);
-  }
-  if (extra !== undefined) for (const [key, raw] of Object.entries(extra)) parts.push(`${JSON.stringify(key)}:${raw}`);
-  return `{${parts.join(',')}}`;
+  let text = '{';
+  if (version !== undefined && version.id > 0) text += `${versionMember(version)},`;
+  text += tagMembers(tag);
+  if (extra !== undefined) for (const key in extra) text += `,${JSON.stringify(key)}:${extra[key]}`;
+  return `${text}}`;
+}
+
+/** `"$v":"id:epoch:version:4"`, the first member of emitted events' metadata. */
+export function versionMember(version: ProjectionVersion): string {
+  return `"$v":${JSON.stringify(versionText(version))}`;
+}
+
+/** The tag's own members: `"$c":1,"$p":2` or `"$s":{...}`. */
+export function tagMembers(tag: CheckpointTag): string {
+  if (tag.mode === 'position') return `"$c":${tag.commit},"$p":${tag.prepare}`;
+  let streams = '';
+  for (const s in tag.streams) streams += `${streams === '' ? '' : ','}${JSON.stringify(s)}:${tag.streams[s]}`;
+  return `"$s":{${streams}}`;
 }
 
 export interface ParsedTag {

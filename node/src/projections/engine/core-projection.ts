@@ -323,16 +323,18 @@ export class CoreProjection {
         emits.push({ spec: { stream: this.streams.partitions, eventType: EventTypes.Partition, data: item.partition, isJson: false, extra: null }, ...cause });
       }
       if (output.resultChanged && this.definition.options.producesResults && !this.options.stopOnEof) {
-        for (const spec of this.resultEvents(item.partition, output.result)) emits.push({ spec, ...cause });
+        emits.push(this.resultEvent(item.partition, output.result, cause));
       }
     }
     this.tag = tag;
     this.eventsProcessed += items.length;
     this.handledSinceCheckpoint += items.length;
     if (emits.length > 0) this.emitter.emit(emits);
-    if (this.emitter.pending >= this.options.config.pendingEventsThreshold) {
+    // Too much waiting to be written: pause reading until it is down to half (the original's rule).
+    const threshold = this.options.config.pendingEventsThreshold;
+    if (this.emitter.pending >= threshold) {
       this.status = 'Running/Paused';
-      await this.emitter.drain();
+      await this.emitter.below(Math.max(1, Math.floor(threshold / 2)));
       if (this.status === 'Running/Paused') this.status = 'Running';
     }
   }
@@ -359,14 +361,23 @@ export class CoreProjection {
     return `The ${this.options.name} projection failed to process an event.\r\nHandler: ${this.options.handlerTypeName}\r\nEvent Position: ${tagToString(at)}\r\n\r\nMessage:\r\n\r\n${message}`;
   }
 
-  /** `Result`/`ResultRemoved` in the partition's result stream, and for a partition a link in the main one. */
-  private resultEvents(partition: string, result: string | null): EmittedSpec[] {
+  /**
+   * `Result`/`ResultRemoved` in the partition's result stream; for a partition, once written, a
+   * `$>` to it in the projection's result stream (ResultEventEmitter).
+   */
+  private resultEvent(partition: string, result: string | null, cause: Omit<EmittedEvent, 'spec'>): EmittedEvent {
     const stream = this.streams.partitionResult(partition);
-    const event: EmittedSpec =
+    const spec: EmittedSpec =
       result === null
         ? { stream, eventType: EventTypes.ResultRemoved, data: '', isJson: true, extra: null }
         : { stream, eventType: EventTypes.Result, data: result, isJson: true, extra: null };
-    return [event];
+    if (partition === '') return { spec, ...cause };
+    const resultStream = this.streams.result;
+    return {
+      spec,
+      ...cause,
+      then: (eventNumber) => ({ stream: resultStream, eventType: EventTypes.LinkTo, data: `${eventNumber}@${stream}`, isJson: false, extra: null }),
+    };
   }
 
   /** Loads partition states not held yet, from their checkpoint streams (at or before the last checkpoint). */

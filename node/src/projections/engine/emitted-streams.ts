@@ -18,7 +18,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EventDb, NewEvent } from '../../storage/event-db-types.js';
-import { compareTags, parseTag, tagToJson, type CheckpointTag, type ProjectionVersion } from '../checkpoint-tag.js';
+import { compareTags, parseTag, tagMembers, versionMember, type CheckpointTag, type ProjectionVersion } from '../checkpoint-tag.js';
 import { EventTypes } from '../names.js';
 import type { EmittedSpec } from '../system/system-handlers.js';
 
@@ -31,6 +31,8 @@ export interface EmittedEvent {
   readonly correlationId: string | undefined;
   /** Same for all events caused by one source event: they are never split across appends. */
   readonly group: number;
+  /** An event to emit once this one is written, from its event number (a result's link). */
+  readonly then?: (eventNumber: number) => EmittedSpec;
 }
 
 export interface EmittedStreamsOptions {
@@ -69,8 +71,14 @@ export class EmittedStreams {
   private drainWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
   private tracked: Set<string> | undefined;
   private trackingLoad: Promise<void> | undefined;
+  /** Writers with events queued but no write of their own, held back by maxAllowedWritesInFlight. */
+  private readonly held = new Set<StreamWriter>();
+  private readonly metadataPrefix: string;
+  private belowWaiters: Array<{ limit: number; resolve: () => void; reject: (err: Error) => void }> = [];
 
-  constructor(private readonly options: EmittedStreamsOptions) {}
+  constructor(private readonly options: EmittedStreamsOptions) {
+    this.metadataPrefix = options.version.id > 0 ? `{${versionMember(options.version)},` : '{';
+  }
 
   /** Events queued or being written. */
   get pending(): number {
@@ -116,10 +124,21 @@ export class EmittedStreams {
     }
   }
 
+  /** Resolves once fewer than `limit` events are queued or being written (back-pressure). */
+  below(limit: number): Promise<void> {
+    if (this.failed !== undefined) return Promise.reject(new Error(this.failed));
+    if (this.pendingCount < limit) return Promise.resolve();
+    return new Promise((resolve, reject) => this.belowWaiters.push({ limit, resolve, reject }));
+  }
+
   private kick(writer: StreamWriter): void {
     if (writer.writing || writer.queue.length === 0 || this.failed !== undefined) return;
     const limit = this.options.maxAllowedWritesInFlight;
-    if (limit > 0 && this.inFlight >= limit) return;
+    if (limit > 0 && this.inFlight >= limit) {
+      this.held.add(writer);
+      return;
+    }
+    this.held.delete(writer);
     writer.writing = true;
     this.inFlight += 1;
     void this.writeLoop(writer)
@@ -127,16 +146,19 @@ export class EmittedStreams {
       .finally(() => {
         writer.writing = false;
         this.inFlight -= 1;
+        // Events queued after the loop saw an empty queue, and before this ran, go now.
+        if (writer.queue.length > 0) this.kick(writer);
         this.kickWaiting();
         this.settle();
       });
   }
 
   private kickWaiting(): void {
-    for (const writer of this.writers.values()) {
-      if (!writer.writing && writer.queue.length > 0) this.kick(writer);
-      const limit = this.options.maxAllowedWritesInFlight;
+    const limit = this.options.maxAllowedWritesInFlight;
+    for (const writer of [...this.held]) {
       if (limit > 0 && this.inFlight >= limit) return;
+      this.held.delete(writer);
+      this.kick(writer);
     }
   }
 
@@ -156,7 +178,13 @@ export class EmittedStreams {
       if (result.kind === 'stream-deleted') throw new Error(`Stream : ${writer.stream} is deleted. Cannot emit events to it`);
       writer.expectedVersion = result.lastEventNumber;
       writer.lastTag = batch[batch.length - 1]?.causedBy;
+      const followUps: EmittedEvent[] = [];
+      batch.forEach((e, index) => {
+        if (e.then !== undefined) followUps.push({ ...e, spec: e.then(result.firstEventNumber + index), then: undefined });
+      });
+      if (followUps.length > 0) this.emit(followUps);
       this.pendingCount -= batch.length;
+      this.wakeBelow();
     }
   }
 
@@ -168,6 +196,7 @@ export class EmittedStreams {
       if (writer.lastTag !== undefined && compareTags(next.causedBy, writer.lastTag) <= 0) {
         writer.queue.shift();
         this.pendingCount -= 1;
+        this.wakeBelow();
         continue;
       }
       const last = batch[batch.length - 1];
@@ -178,23 +207,25 @@ export class EmittedStreams {
     return batch;
   }
 
+  /** The event with its metadata: `$v`, the causing tag, extra metadata, `$causedBy`, `$correlationId`. */
   private toNewEvent(e: EmittedEvent): NewEvent {
-    const extra: Record<string, string> = {};
+    let metadata = this.metadataPrefix + tagMembers(e.causedBy);
     let hasCorrelation = false;
-    if (e.spec.extra !== null) {
-      for (const [key, raw] of Object.entries(e.spec.extra)) {
+    const extra = e.spec.extra;
+    if (extra !== null) {
+      for (const key in extra) {
         if (key === '$causedBy') continue;
         if (key === '$correlationId') hasCorrelation = true;
-        extra[key] = raw;
+        metadata += `,${JSON.stringify(key)}:${extra[key]}`;
       }
     }
-    if (e.causedById !== undefined) extra['$causedBy'] = JSON.stringify(e.causedById);
-    if (!hasCorrelation && e.correlationId !== undefined) extra['$correlationId'] = JSON.stringify(e.correlationId);
+    if (e.causedById !== undefined) metadata += `,"$causedBy":"${e.causedById}"`;
+    if (!hasCorrelation && e.correlationId !== undefined) metadata += `,"$correlationId":${JSON.stringify(e.correlationId)}`;
     return {
       eventId: randomUUID(),
       eventType: e.spec.eventType,
       data: Buffer.from(e.spec.data, 'utf8'),
-      metadata: Buffer.from(tagToJson(e.causedBy, this.options.version, extra), 'utf8'),
+      metadata: Buffer.from(`${metadata}}`, 'utf8'),
       isJson: e.spec.isJson,
     };
   }
@@ -266,13 +297,24 @@ export class EmittedStreams {
     this.tracked = new Set(await readAllData(this.options.db, trackingStream));
   }
 
+  private wakeBelow(): void {
+    if (this.belowWaiters.length === 0) return;
+    const still: typeof this.belowWaiters = [];
+    for (const waiter of this.belowWaiters) {
+      if (this.pendingCount < waiter.limit) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.belowWaiters = still;
+  }
+
   private fail(message: string): void {
     if (this.failed !== undefined) return;
     this.failed = message;
     for (const writer of this.writers.values()) writer.queue = [];
     this.pendingCount = 0;
-    const waiters = this.drainWaiters;
+    const waiters = [...this.drainWaiters, ...this.belowWaiters];
     this.drainWaiters = [];
+    this.belowWaiters = [];
     for (const waiter of waiters) waiter.reject(new Error(message));
     this.options.onFault(message);
   }
