@@ -246,6 +246,41 @@ describe('queries and permissions', () => {
   });
 });
 
+describe('emitted streams', () => {
+  it('tracks the streams a projection emits to and deletes them with it', async () => {
+    const source = uniqueStream('src');
+    const name = uniqueStream('emitter');
+    await createProjection(
+      http,
+      'continuous',
+      name,
+      `fromStream('${source}').when({ Copy: function (s, e) { emit('copied-' + e.body.to, 'Copied', e.body); } })`,
+      { emit: 'yes', trackemittedstreams: 'yes' },
+    );
+    await appendEvents(http, source, [newEvent('Copy', { to: `${name}-a` }), newEvent('Copy', { to: `${name}-b` }), newEvent('Copy', { to: `${name}-a` })]);
+    await waitFor('the copies', async () => ((await http('GET', `/streams/copied-${name}-b/0`, { headers: { accept: 'application/json' } })).status === 200 ? true : undefined));
+    const tracked = await http('GET', `/streams/%24projections-${name}-emittedstreams/0/forward/10?embed=tryharder`, { headers: { accept: 'application/vnd.eventstore.atom+json' } });
+    expect(tracked.json<{ entries: Array<{ eventType: string; data: string }> }>().entries.map((e) => [e.eventType, e.data]).sort()).toEqual([
+      ['$StreamTracked', `copied-${name}-a`],
+      ['$StreamTracked', `copied-${name}-b`],
+    ]);
+    await http('POST', `/projection/${name}/command/disable`);
+    await waitStatus(name, (s) => s === 'Stopped');
+    expect((await http('DELETE', `/projection/${name}?deleteEmittedStreams=yes`)).status).toBe(200);
+    for (const stream of [`copied-${name}-a`, `copied-${name}-b`, `%24projections-${name}-emittedstreams`])
+      expect((await http('GET', `/streams/${stream}`, { headers: { accept: 'application/json' } })).status, stream).toBe(404);
+  });
+
+  it("refuses emit when the projection's emit is not enabled", async () => {
+    const source = uniqueStream('noemit');
+    const name = uniqueStream('noemit');
+    await createProjection(http, 'continuous', name, `fromStream('${source}').when({ Go: function () { emit('x-${name}', 'Y', {}); } })`);
+    await appendEvents(http, source, [newEvent('Go', {})]);
+    await waitStatus(name, (s) => s.startsWith('Faulted'));
+    expect((await statistics(http, name)).stateReason).toBe("'emit' is not allowed by the projection/configuration/mode");
+  });
+});
+
 describe('faults', () => {
   it.each([
     ['a handler that throws', `fromStream('$S').when({ Go: function () { throw new Error('no way'); } })`, /The .* projection failed to process an event\.\r\nHandler: .*\r\nEvent Position: .*: 0\r\n\r\nMessage:\r\n\r\nno way/],
@@ -255,7 +290,13 @@ describe('faults', () => {
   ])('stops %s with the reason in stateReason, and the node serves on', async (_what, template, reason) => {
     const stream = uniqueStream('fault');
     const name = uniqueStream('faulty');
-    await createProjection(http, 'continuous', name, template.replace('$S', stream));
+    await createProjection(http, 'continuous', name, template.replace('$S', stream), { enabled: 'no' });
+    if (!template.includes('for (;;) {}')) {
+      // Only the endless loop is meant to meet the execution timeout; the rest may take their time.
+      const config = await http('PUT', `/projection/${name}/config`, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectionExecutionTimeout: 60_000 }) });
+      expect(config.status).toBe(200);
+    }
+    expect((await http('POST', `/projection/${name}/command/enable`)).status).toBe(200);
     await appendEvents(http, stream, [newEvent('Go', {})]);
     const status = await waitStatus(name, (s) => s.startsWith('Faulted'));
     expect(status).toBe('Faulted (Enabled)');

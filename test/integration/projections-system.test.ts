@@ -137,6 +137,26 @@ describe('system projections (RunProjections System, started)', () => {
     expect(JSON.parse(first.data ?? '{}')).toHaveProperty('nodeEndpoint');
   });
 
+  it('checkpoints $by_event_type into $et and its checkpoint stream', async () => {
+    expect((await http('POST', '/projection/%24by_event_type/command/disable')).status).toBe(200);
+    await waitFor('stopped', async () => ((await statistics(http, '$by_event_type')).status === 'Stopped' ? true : undefined));
+    const config = await http('PUT', '/projection/%24by_event_type/config', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ emitEnabled: true, checkpointHandledThreshold: 5 }),
+    });
+    expect(config.status).toBe(200);
+    expect((await http('POST', '/projection/%24by_event_type/command/enable')).status).toBe(200);
+    await appendEvents(http, uniqueStream('many'), Array.from({ length: 12 }, (_, n) => newEvent('Many', { n })));
+    await waitCaughtUp(http, ['$by_event_type']);
+    const et = await readRawStream(http, '$et');
+    expect(et?.every((e) => e.eventType === '$Checkpoint')).toBe(true);
+    const tag = JSON.parse(et?.[et.length - 1]?.data ?? '{}') as { $c?: number; $p?: number };
+    expect(typeof tag.$p).toBe('number');
+    const checkpoints = await readRawStream(http, '$projections-$by_event_type-checkpoint');
+    expect(checkpoints?.[checkpoints.length - 1]?.eventType).toBe('$ProjectionCheckpoint');
+    expect((await statistics(http, '$by_event_type')).lastCheckpoint).toMatch(/^C:\d+\/P:\d+$/);
+  });
+
   it('leaves user projections stopped under RunProjections System', async () => {
     const name = uniqueStream('user');
     await createProjection(http, 'continuous', name, "fromAll().when({ $any: function (s, e) {} })");

@@ -259,6 +259,20 @@ fromStream('account-1')
   });
 });
 
+describe('log', () => {
+  it("writes the projection's log lines to the node's log", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const capture = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const handler = await JsHandler.create({
+      source: "log('defining'); fromAll().when({ $any: function (s, e) { log('saw', e.eventType, { n: e.body.n }); } })",
+      executionTimeoutMs: 250, compilationTimeoutMs: 500, memoryLimitMb: 64, log: capture,
+    });
+    handlers.push(handler);
+    await handler.process([item(recorded('a', 'Seen', { n: 3 }))]);
+    expect(lines.map((l) => l['projectionLog'])).toEqual(['defining', 'saw Seen {"n":3}']);
+  });
+});
+
 describe('chaining rules and options', () => {
   it.each([
     ["fromStream('a').foreachStream()", 'foreachStream is not a function'],
