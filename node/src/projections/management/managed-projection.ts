@@ -165,7 +165,11 @@ export class ManagedProjection {
       },
       handlerTypeName: this.isNative ? this.persisted.handlerType.slice('native:'.length) : JS_HANDLER_TYPE_NAME,
       maxStateSizeBytes: this.services.limits.maxStateSizeBytes,
-      onEnded: (outcome) => void this.onEnded(core, outcome),
+      onEnded: (outcome) => {
+        this.onEnded(core, outcome).catch((err: unknown) =>
+          this.services.log.error({ err, projection: this.name }, 'projection could not be wound down'),
+        );
+      },
     });
     this.core = core;
     this.state = 'Running';

@@ -120,7 +120,9 @@ export class ProjectionManager {
       }
       await projection.serialize(() => projection.startIfEnabled());
     }
-    this.expiryTimer = setInterval(() => void this.expireTransients(), EXPIRY_CHECK_MS);
+    this.expiryTimer = setInterval(() => {
+      this.expireTransients().catch((err: unknown) => this.services.log.error({ err }, 'expiring transient projections failed'));
+    }, EXPIRY_CHECK_MS);
     this.expiryTimer.unref();
   }
 
