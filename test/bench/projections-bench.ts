@@ -101,6 +101,24 @@ async function stats(node: NodeProcess, name: string): Promise<Stats> {
   return JSON.parse(res.text) as Stats;
 }
 
+/** CPU time (user + system) of a process so far, in ms (Linux /proc). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  return (ticks * 1000) / 100;
+}
+
+/** Waits (at most 120 s) until the node uses under 10% of a core over a second: start-up work done. */
+async function settled(node: NodeProcess): Promise<number> {
+  const pid = node.child.pid ?? 0;
+  const t0 = performance.now();
+  for (;;) {
+    const before = cpuMs(pid);
+    await new Promise((r) => setTimeout(r, 1000));
+    if (cpuMs(pid) - before < 100 || performance.now() - t0 > 120_000) return performance.now() - t0;
+  }
+}
+
 /** Polls every 50 ms until `done`; returns the elapsed ms. */
 async function until(what: string, done: () => Promise<boolean>, limitMs: number): Promise<number> {
   const t0 = performance.now();
@@ -160,6 +178,9 @@ export async function run(): Promise<BenchSection> {
     metrics.push({ name: 'baseline: engine reads $all in-process', value: baseline.eventsPerSecond, unit: 'events/s' });
 
     node = await startNode({ memDb: false, args: ['--db', path.join(dir, 'db'), '--index', path.join(dir, 'index'), '--run-projections', 'All'] });
+    notes.push(`the node settled (start-up work such as index merges done) ${round((await settled(node)) / 1000, 1)} s after it was ready`);
+    const pid = node.child.pid ?? 0;
+    const userCpu0 = cpuMs(pid);
     const source = 'fromAll().when({ $init: function () { return { n: 0 }; }, $any: function (s, e) { s.n += 1; } })';
     const created = performance.now();
     const res = await http(node, 'POST', '/projections/continuous?name=bench-count&type=JS&enabled=yes', source, { 'content-type': 'application/javascript' });
@@ -170,16 +191,19 @@ export async function run(): Promise<BenchSection> {
     }, CATCH_UP_LIMIT_MS);
     const userMs = performance.now() - created;
     const userRate = Math.round(written / (userMs / 1000));
+    notes.push(`user projection: the node's threads used ${round((100 * (cpuMs(pid) - userCpu0)) / userMs)}% of a core meanwhile (the projection's worker thread included)`);
     metrics.push({ name: 'user projection fromAll counting every event', value: userRate, unit: 'events/s' });
     metrics.push({ name: 'user projection vs baseline', value: round((100 * userRate) / baseline.eventsPerSecond, 1), unit: '%' });
     await http(node, 'POST', '/projection/bench-count/command/disable');
 
+    const categoryCpu0 = cpuMs(pid);
     const enabled = performance.now();
     const enable = await http(node, 'POST', '/projection/%24by_category/command/enable');
     if (enable.status !== 200) throw new Error(`enabling $by_category answered ${enable.status}`);
     await until('$by_category', () => caughtUp(node as NodeProcess, '$by_category'), CATCH_UP_LIMIT_MS);
     const categoryMs = performance.now() - enabled;
     const categoryRate = Math.round(written / (categoryMs / 1000));
+    notes.push(`$by_category: the node used ${round((100 * (cpuMs(pid) - categoryCpu0)) / categoryMs)}% of a core meanwhile`);
     metrics.push({ name: '$by_category (reads each event, writes its $> link)', value: categoryRate, unit: 'events/s' });
     metrics.push({ name: '$by_category vs baseline', value: round((100 * categoryRate) / baseline.eventsPerSecond, 1), unit: '%' });
     const ce = await http(node, 'GET', '/streams/%24ce-cat0/head/backward/1', undefined, { accept: 'application/vnd.eventstore.atom+json', 'ES-ResolveLinkTos': 'false' });
