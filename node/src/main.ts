@@ -178,7 +178,7 @@ async function startNode(
     log: log.child({ component: 'subscriptions' }),
   });
   // Like the subscriptions: on a cluster the projections run on the leader only.
-  const projections = createProjections(config, db, log);
+  const projections = createProjections(config, db, log, (user, stream) => security.canAccessStream(user, stream, 'r'));
   function onStateChange(state: NodeState, previous: NodeState): void {
     // The scavenge history's start-up work writes: once a leader can take it.
     if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
@@ -280,6 +280,7 @@ function createProjections(
   config: NodeConfig,
   db: Parameters<typeof createProjectionsSubsystem>[0]['db'],
   log: RootLogger['log'],
+  canRead: NonNullable<Parameters<typeof createProjectionsSubsystem>[0]['canRead']>,
 ): ProjectionsSubsystem | undefined {
   if (config.runProjections === 'None') return undefined;
   return createProjectionsSubsystem({
@@ -292,6 +293,7 @@ function createProjections(
     compilationTimeoutMs: config.projectionCompilationTimeout,
     memoryLimitMb: config.projectionMemoryLimit,
     maxStateSizeBytes: config.maxProjectionStateSize,
+    canRead,
   });
 }
 

@@ -216,8 +216,15 @@ describe('queries and permissions', () => {
     expect(denied.status).toBe(401);
     expect(denied.statusText).toBe('Not Authorized');
     expect(denied.text).toBe('Not authorized');
-    const transient = await http('POST', `/projections/transient?name=${uniqueStream('bobq')}`, { headers: { ...JS, ...BOB }, body: COUNTER('x') });
+    const bobQuery = uniqueStream('bobq');
+    const transient = await http('POST', `/projections/transient?name=${bobQuery}`, { headers: { ...JS, ...BOB }, body: COUNTER('x') });
     expect(transient.status).toBe(201);
+    expect(await waitStatus(bobQuery, (s) => s === 'Completed')).toBe('Completed');
+    // A query reads as its user: bob may not read $users (system streams are $admins' by default).
+    const bobUsers = uniqueStream('bobusers');
+    expect((await http('POST', `/projections/transient?name=${bobUsers}`, { headers: { ...JS, ...BOB }, body: "fromStream('$users').when({ $any: function () {} })" })).status).toBe(201);
+    expect(await waitStatus(bobUsers, (s) => s.startsWith('Faulted'))).toBe('Faulted (Enabled)');
+    expect((await statistics(http, bobUsers)).stateReason).toBe('Not authorized: bob may not read $users');
     expect((await http('POST', '/projection/%24by_category/command/enable', { headers: BOB })).status).toBe(401);
     expect((await http('POST', '/projections/restart', { headers: BOB })).status).toBe(401);
   });

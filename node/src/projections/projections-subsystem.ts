@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { EventDb } from '../storage/event-db-types.js';
 import { CommitWatch } from './engine/event-reader.js';
 import { ProjectionManager } from './management/projection-manager.js';
+import type { ReadCheck } from './management/managed-projection.js';
 import type { RunProjections } from './projection-types.js';
 import { readEvents, type ReadEventsRequest } from './read-events.js';
 
@@ -21,6 +22,8 @@ export interface ProjectionsSubsystemOptions {
   readonly compilationTimeoutMs: number;
   readonly memoryLimitMb: number;
   readonly maxStateSizeBytes: number;
+  /** The node's ACL check: projections created by other users than $admins/$ops read as them. */
+  readonly canRead?: ReadCheck;
 }
 
 export interface ProjectionsSubsystem {
@@ -49,6 +52,7 @@ export function createProjectionsSubsystem(options: ProjectionsSubsystemOptions)
         memoryLimitMb: options.memoryLimitMb,
         maxStateSizeBytes: options.maxStateSizeBytes,
       },
+      ...(options.canRead === undefined ? {} : { canRead: options.canRead }),
     },
     {
       runProjections: options.runProjections,

@@ -28,12 +28,18 @@ export interface RuntimeLimits {
   readonly maxStateSizeBytes: number;
 }
 
+/** Whether a user may read a stream (the node's ACLs); projections of $admins/$ops skip it. */
+export type ReadCheck = (user: { login: string; groups: readonly string[] }, stream: string) => Promise<boolean>;
+
 export interface ProjectionServices {
   readonly db: EventDb;
   readonly watch: CommitWatch;
   readonly log: Logger;
   readonly limits: RuntimeLimits;
+  readonly canRead?: ReadCheck;
 }
+
+const OPERATOR_GROUPS = ['$admins', '$ops'];
 
 /** The core's handler name in fault messages (`Handler:`), as the original's Jint handler. */
 const JS_HANDLER_TYPE_NAME = 'EventStore.Projections.Core.Services.Interpreted.JintProjectionStateHandler';
@@ -137,6 +143,7 @@ export class ManagedProjection {
     let reader;
     try {
       reader = validateDefinition(handler.definition);
+      await this.checkReadAccess(reader.kind === 'all' ? ['$all'] : reader.kind === 'stream' ? [reader.stream] : reader.streams);
     } catch (err: unknown) {
       await this.disposeHandler();
       this.setFaulted(err instanceof Error ? err.message : String(err));
@@ -174,6 +181,21 @@ export class ManagedProjection {
     this.core = core;
     this.state = 'Running';
     core.start();
+  }
+
+  /**
+   * A projection reads as the user who created it: one created by someone outside $admins/$ops
+   * (a transient query) may only read streams that user may read.
+   */
+  private async checkReadAccess(streams: readonly string[]): Promise<void> {
+    const runAs = this.persisted.runAs;
+    const canRead = this.services.canRead;
+    if (canRead === undefined || runAs === null) return;
+    if (runAs.name === 'admin' || runAs.name === 'ops' || runAs.roles.some((r) => OPERATOR_GROUPS.includes(r))) return;
+    for (const stream of streams) {
+      if (!(await canRead({ login: runAs.name, groups: runAs.roles }, stream)))
+        throw new Error(`Not authorized: ${runAs.name} may not read ${stream}`);
+    }
   }
 
   private async createHandler(): Promise<ProjectionHandler> {
