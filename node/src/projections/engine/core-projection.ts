@@ -36,7 +36,7 @@ import { isPartitioned, type ReaderKind, type SourceDefinition } from '../source
 import type { EmittedSpec } from '../system/system-handlers.js';
 import { EmittedStreams, type EmittedEvent } from './emitted-streams.js';
 import { classify, eventBytes, streamPartition } from './event-filter.js';
-import { CommitWatch, createReader, type EventReader, type SourceEvent } from './event-reader.js';
+import { CommitWatch, createReader, type EventReader, type ReaderPage, type SourceEvent } from './event-reader.js';
 import type { HandlerItem, HandlerOutput, ProjectionHandler } from './handler.js';
 
 export interface CoreProjectionConfig {
@@ -197,11 +197,24 @@ export class CoreProjection {
     try {
       await this.loadCheckpoint();
       this.reader = createReader(this.options.db, this.options.reader, this.tag, this.options.watch);
+      const reader = this.reader;
+      let next: { since: number; page: Promise<ReaderPage> } | undefined;
+      const readNext = (): { since: number; page: Promise<ReaderPage> } => {
+        const read = { since: this.options.watch.position, page: reader.read(READ_BATCH) };
+        // Awaited on the next round; if the run ends first, a failed read must not go unhandled.
+        read.page.catch(() => undefined);
+        return read;
+      };
       while (this.stopRequested === undefined && this.fault === undefined) {
-        const since = this.options.watch.position;
-        const page = await this.reader.read(READ_BATCH);
+        const current = next ?? readNext();
+        next = undefined;
+        const since = current.since;
+        const page = await current.page;
         if (this.stopRequested === 'abort' || this.fault !== undefined) break;
-        if (page.events.length > 0) await this.processPage(page.events);
+        // While the handler works on this page (on its own thread for user JavaScript), the next
+        // one is read.
+        const prefetch = page.eof ? undefined : (): void => void (next = readNext());
+        if (page.events.length > 0) await this.processPage(page.events, prefetch);
         if (this.fault !== undefined) break;
         if (this.options.checkpointsEnabled && this.checkpointDue()) await this.checkpoint();
         if (page.eof) {
@@ -258,7 +271,7 @@ export class CoreProjection {
     }
   }
 
-  private async processPage(events: readonly SourceEvent[]): Promise<void> {
+  private async processPage(events: readonly SourceEvent[], prefetch?: () => void): Promise<void> {
     const reader = this.options.reader;
     const categoryName = reader.kind === 'stream' ? (reader.category ?? null) : null;
     const candidates: Array<{ source: SourceEvent; category: string | null; deleted?: { soft: boolean; stream: string } }> = [];
@@ -298,7 +311,9 @@ export class CoreProjection {
     if (this.isPartitioned()) await this.ensureLoaded([...new Set(items.map((i) => i.partition))]);
     let outputs: Array<HandlerOutput | undefined>;
     try {
-      outputs = await this.options.handler.process(items);
+      const processing = this.options.handler.process(items);
+      prefetch?.();
+      outputs = await processing;
     } catch (err: unknown) {
       const index = err instanceof ProjectionFault ? err.index : undefined;
       const at = index !== undefined ? itemTags[index] : itemTags[0];
