@@ -120,6 +120,22 @@ describe('continuous user projections across restarts', () => {
   });
 });
 
+describe('deleted streams', () => {
+  it('call $deleted for a deleted stream of a foreachStream projection', async () => {
+    await createProjection(http, 'continuous', 'closures', `fromCategory('${category}').foreachStream().when({
+      $init: function () { return { moves: 0, deleted: false }; },
+      $any: function (s) { s.moves += 1; },
+      $deleted: function (s, e, partition) { s.deleted = true; s.partition = partition; }
+    })`);
+    const stream = `${category}-closing`;
+    expect((await appendEvents(http, stream, [newEvent('Deposited', { amount: 1 })])).status).toBe(201);
+    expect((await http('DELETE', `/streams/${stream}`)).status).toBe(204);
+    await waitCaughtUp(http, ['$by_category', 'closures']);
+    expect(JSON.parse((await http('GET', `/projection/closures/state?partition=${stream}`)).text)).toEqual({ moves: 1, deleted: true, partition: stream });
+    expect(JSON.parse((await http('GET', `/projection/closures/state?partition=${category}-1`)).text)).toMatchObject({ deleted: false });
+  });
+});
+
 describe('queries', () => {
   it('run a one-time query over partitions to completion and write its results', async () => {
     const res = await http('POST', '/projections/onetime?name=count-moves&type=JS', {
