@@ -106,12 +106,10 @@ export async function resolveLink(db: EventDb, record: RecordedEvent): Promise<S
 
 class AllReader implements EventReader {
   private prepare: number;
-  private commit: number;
   private caughtUp = false;
 
   constructor(private readonly db: EventDb, from: CheckpointTag & { mode: 'position' }, private readonly watch: CommitWatch) {
     this.prepare = from.prepare;
-    this.commit = from.commit;
   }
 
   async read(maxCount: number): Promise<ReaderPage> {
@@ -123,7 +121,6 @@ class AllReader implements EventReader {
       if (events.length >= maxCount) break;
       events.push({ event: record, link: undefined, position: record });
       this.prepare = record.logPosition;
-      this.commit = record.commitPosition;
     }
     const eof = result.isEnd && events.length < maxCount;
     this.caughtUp = eof;
