@@ -243,6 +243,12 @@ describe('queries and permissions', () => {
     expect(page.readerPosition).toEqual({ $s: { [stream]: 2 } });
     const bad = await http('POST', '/projections/read-events', { headers: { 'content-type': 'application/json' }, body: '{"query": 1}' });
     expect(bad.status).toBe(400);
+    // Read as the requesting user: bob may not read the system stream $users.
+    const denied = await http('POST', '/projections/read-events', {
+      headers: { 'content-type': 'application/json', ...BOB },
+      body: JSON.stringify({ query: { streams: ['$users'], allEvents: true } }),
+    });
+    expect(denied.status).toBe(401);
   });
 
   it('restarts the subsystem', async () => {

@@ -186,7 +186,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
 
     scope.post(
       '/projections/read-events',
-      route('authenticated', async (request, reply) => {
+      route('authenticated', async (request, reply, principal) => {
         if (parseRequestContentType(request.headers['content-type'], JSON_ONLY).kind !== 'ok') {
           const reason = 'Invalid or missing Content-Type';
           return sendStatus(reply, 415, reason, reason);
@@ -198,6 +198,12 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
           parsed = undefined;
         }
         if (parsed === undefined || !parsed.success) return sendStatus(reply, 400, 'Bad Request', 'Invalid read-events request');
+        // The page is read as the requesting user: every source stream must be readable to them.
+        const q = parsed.data.query;
+        const sources = [...(q.allStreams === true ? ['$all'] : []), ...(q.streams ?? []), ...(q.categories ?? []).map((c) => `$ce-${c}`)];
+        for (const stream of sources) {
+          if (!(await security.canAccessStream(principal, stream, 'r'))) return sendStatus(reply, 401, 'Not Authorized', 'Not authorized');
+        }
         try {
           return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data), MediaType.Json);
         } catch (err: unknown) {
