@@ -24,6 +24,8 @@ import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
+import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
+import { registerProjectionsRoutes } from './routes/projections.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 
@@ -49,6 +51,8 @@ export interface BuildServerDeps {
     /** The replication group of /stats. */
     replicationStats(): StatsTree;
   };
+  /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
+  readonly projections?: ProjectionsSubsystem;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -120,7 +124,13 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerUserRoutes(app, { security });
   const { cluster } = deps;
   const nodeState = cluster === undefined ? {} : { nodeState: () => cluster.nodeState() };
-  registerInfoRoutes(app, { security, loaded: deps.loaded, version, ...nodeState });
+  registerInfoRoutes(app, {
+    security,
+    loaded: deps.loaded,
+    version,
+    ...nodeState,
+    features: { projections: deps.projections !== undefined, userManagement: true, atomPub: true },
+  });
   registerClusterRoutes(app, { db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }) });
   registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown, ...(cluster === undefined ? {} : { node: cluster.node }) });
   registerStatsRoutes(app, {
@@ -133,6 +143,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     const { subscriptions } = deps;
     registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
   }
+  if (deps.projections !== undefined)
+    registerProjectionsRoutes(app, { security, projections: deps.projections });
   return app;
 }
 
