@@ -34,7 +34,7 @@ test-unit: build ## unit tests only
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
 
-#: SIM_SEEDS  seeds per cluster size for test-sim (default 300)
+#: SIM_SEEDS  seeds per cluster size for test-sim (default 1000)
 test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one
 	npx vitest run --config test/vitest.config.ts --project sim
 

@@ -1,12 +1,12 @@
 /**
  * The seeded simulation tier: many seeds of 3- and 5-node clusters under crashes, partitions,
- * message loss and reordering (cluster-sim.ts). SIM_SEEDS sets how many (default 300 per size; `make test-sim SIM_SEEDS=5000` for a long run);
+ * message loss and reordering (cluster-sim.ts). SIM_SEEDS sets how many (default 1,000 per size; `make test-sim SIM_SEEDS=5000` for a long run);
  * SIM_SEED=<n> replays one seed.
  */
 import { describe, expect, it } from 'vitest';
 import { runSimulation } from './cluster-sim.js';
 
-const seeds = Number(process.env['SIM_SEEDS'] ?? 300);
+const seeds = Number(process.env['SIM_SEEDS'] ?? 1000);
 const only = process.env['SIM_SEED'] === undefined ? undefined : Number(process.env['SIM_SEED']);
 
 describe('cluster simulation', () => {
