@@ -20,7 +20,7 @@
  * BENCH_FAILOVER_FAST=0 skips the fast-timings rounds.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -121,6 +121,7 @@ export async function run(): Promise<BenchSection> {
     const prefix = `failover, ${timing.label}, leader SIGKILL -> first acknowledged write`;
     metrics.push(
       { name: `${prefix}: rounds`, value: times.length, unit: 'kills' },
+      { name: `failover, ${timing.label}: killed node did not rejoin within 60 s`, value: failover.rejoinFailures, unit: 'rounds', lowerIsBetter: true },
       { name: `${prefix}: p50`, value: round(percentile(times, 0.5)), unit: 'ms', lowerIsBetter: true },
       { name: `${prefix}: p99`, value: round(percentile(times, 0.99)), unit: 'ms', lowerIsBetter: true },
       { name: `${prefix}: max`, value: round(times.at(-1) ?? 0), unit: 'ms', lowerIsBetter: true },
@@ -202,44 +203,87 @@ interface FailoverResult {
   readonly timesMs: number[];
   readonly acknowledged: number;
   readonly failures: number;
+  /** Rounds whose killed node did not rejoin (the cluster was replaced by a fresh one). */
+  readonly rejoinFailures: number;
 }
 
+/**
+ * Kills the leader FAILOVER_ROUNDS times. A round whose restarted node does not rejoin within
+ * 60 s keeps its failover time, saves the nodes' logs and data under bench-results/ and goes on
+ * with a fresh cluster (at most FAILOVER_ROUNDS such replacements).
+ */
 async function measureFailover(
   timingArgs: readonly string[],
   sectionDeadline: number,
   notes: string[],
   label: string,
 ): Promise<FailoverResult> {
-  const cluster = await startCluster(3, timingArgs);
-  const c = cluster.c;
   const timesMs: number[] = [];
-  let writer: FailoverWriter | undefined;
-  try {
-    await c.waitForStable(60_000);
-    writer = startFailoverWriter(c);
-    for (let round = 0; round < FAILOVER_ROUNDS && Date.now() < sectionDeadline; round++) {
-      // A steady moment: every node stable, writes being acknowledged, then a random pause.
+  let acknowledged = 0;
+  let failures = 0;
+  let rejoinFailures = 0;
+  for (let clusterIndex = 0; clusterIndex <= FAILOVER_ROUNDS && timesMs.length < FAILOVER_ROUNDS; clusterIndex++) {
+    if (Date.now() > sectionDeadline) break;
+    const cluster = await startCluster(3, timingArgs);
+    const c = cluster.c;
+    let writer: FailoverWriter | undefined;
+    try {
       await c.waitForStable(60_000);
-      await writer.waitForAckAfter(performance.now(), 30_000);
-      await sleep(300 + Math.random() * 700);
-      const victim = await c.leader(30_000);
-      const killedAt = performance.now();
-      await victim.process?.stop('SIGKILL');
-      const ack = await writer.waitForAckAfter(killedAt, 60_000, victim);
-      timesMs.push(ack.atMs - killedAt);
-      process.stderr.write(
-        `  failover (${label}) round ${round + 1}: ${Math.round(ack.atMs - killedAt)} ms, ${victim.spec.name} -> ${ack.member.spec.name}\n`,
-      );
-      await c.start(victim);
-      await c.waitForStable(60_000);
+      writer = startFailoverWriter(c);
+      while (timesMs.length < FAILOVER_ROUNDS && Date.now() < sectionDeadline) {
+        const round = timesMs.length + 1;
+        // A steady moment: every node stable, writes being acknowledged, then a random pause.
+        await writer.waitForAckAfter(performance.now(), 30_000);
+        await sleep(300 + Math.random() * 700);
+        const victim = await c.leader(30_000);
+        const killedAt = performance.now();
+        await victim.process?.stop('SIGKILL');
+        const ack = await writer.waitForAckAfter(killedAt, 60_000, victim);
+        timesMs.push(ack.atMs - killedAt);
+        process.stderr.write(
+          `  failover (${label}) round ${round}: ${Math.round(ack.atMs - killedAt)} ms, ${victim.spec.name} -> ${ack.member.spec.name}\n`,
+        );
+        await c.start(victim);
+        try {
+          await c.waitForStable(60_000);
+        } catch (err: unknown) {
+          rejoinFailures += 1;
+          const saved = await saveEvidence(c, `${label.replace(/\W+/g, '-')}-round-${round}`);
+          const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+          notes.push(`failover (${label}) round ${round}: ${victim.spec.name} did not rejoin after its restart (${first}); logs and data in ${saved}; went on with a fresh cluster`);
+          process.stderr.write(`  failover (${label}) round ${round}: ${victim.spec.name} did not rejoin; evidence in ${saved}\n`);
+          break;
+        }
+      }
+    } catch (err: unknown) {
+      // Any other stall (no leader, no acknowledgement within its bound): keep the evidence, go on.
+      const saved = await saveEvidence(c, `${label.replace(/\W+/g, '-')}-error`);
+      const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+      notes.push(`failover (${label}) after ${timesMs.length} rounds: ${first}; logs and data in ${saved}`);
+      process.stderr.write(`  failover (${label}): ${first}; evidence in ${saved}\n`);
+    } finally {
+      await writer?.stop();
+      acknowledged += writer?.acknowledged ?? 0;
+      failures += writer?.failures ?? 0;
+      await cluster.stop();
     }
-    if (timesMs.length < FAILOVER_ROUNDS)
-      notes.push(`failover (${label}): only ${timesMs.length} of ${FAILOVER_ROUNDS} rounds within the time budget`);
-    return { timesMs, acknowledged: writer.acknowledged, failures: writer.failures };
-  } finally {
-    await writer?.stop();
-    await cluster.stop();
   }
+  if (timesMs.length < FAILOVER_ROUNDS)
+    notes.push(`failover (${label}): only ${timesMs.length} of ${FAILOVER_ROUNDS} rounds measured`);
+  return { timesMs, acknowledged, failures, rejoinFailures };
+}
+
+/** Stops the nodes and copies their logs and data to bench-results/cluster-failures/<stamp>-<name>. */
+async function saveEvidence(cluster: TestCluster, name: string): Promise<string> {
+  const target = join(process.cwd(), 'bench-results', 'cluster-failures', `${new Date().toISOString().replace(/[:.]/g, '-')}-${name}`);
+  mkdirSync(target, { recursive: true });
+  for (const m of cluster.members) {
+    await m.process?.stop('SIGKILL');
+    writeFileSync(join(target, `${m.spec.name}.log`), `${(m.process?.output ?? []).join('\n')}\n`);
+  }
+  const root = dirname(dirname(cluster.members[0]!.spec.db!));
+  cpSync(root, join(target, 'data'), { recursive: true });
+  return target;
 }
 
 interface Ack {
