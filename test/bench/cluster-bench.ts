@@ -228,7 +228,16 @@ async function measureFailover(
     const c = cluster.c;
     let writer: FailoverWriter | undefined;
     try {
-      await c.waitForStable(60_000);
+      try {
+        await c.waitForStable(60_000);
+      } catch (err: unknown) {
+        // A fresh cluster that cannot even form with these timings will not do better next time.
+        const saved = await saveEvidence(c, `${label.replace(/\W+/g, '-')}-no-formation`);
+        const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+        notes.push(`failover (${label}): a fresh cluster did not form (${first}); logs and data in ${saved}; no more rounds with these timings`);
+        process.stderr.write(`  failover (${label}): a fresh cluster did not form; evidence in ${saved}\n`);
+        break;
+      }
       writer = startFailoverWriter(c);
       while (timesMs.length < FAILOVER_ROUNDS && Date.now() < sectionDeadline) {
         const round = timesMs.length + 1;
