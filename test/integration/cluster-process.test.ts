@@ -81,6 +81,37 @@ describe('a 3-node cluster with a read-only replica', () => {
     expect(onLeader.status).toBe(201);
   });
 
+  it('serves persistent subscriptions and projections through a follower and the read-only replica (forwarded to the leader)', async () => {
+    const leader = await cluster.leader();
+    const follower = cluster.members.find((m) => m !== leader && !m.spec.readOnlyReplica)!;
+    const replica = cluster.members[3]!;
+    const stream = uniqueStream('competing');
+    const created = await follower.http('PUT', `/subscriptions/${stream}/billing`, {
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify({ startFrom: 0 }),
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.headers.get('location')).toBe(`${follower.baseUrl}/subscriptions/${stream}/billing`);
+    for (let n = 0; n < 3; n++) expect((await appendEvents(leader.http, stream, [newEvent('e', { n })])).status).toBe(201);
+    const accept = { accept: 'application/vnd.eventstore.competingatom+json' };
+    let entries: { eventId: string; data: string }[] = [];
+    const deadline = Date.now() + 10_000;
+    while (entries.length < 3 && Date.now() < deadline) {
+      const page = await replica.http('GET', `/subscriptions/${stream}/billing/3?embed=body`, { headers: accept });
+      expect(page.status, page.text).toBe(200);
+      entries = [...entries, ...page.json<{ entries: { eventId: string; data: string }[] }>().entries];
+    }
+    expect(entries.map((e) => JSON.parse(e.data).n).sort()).toEqual([0, 1, 2]);
+    const acked = await follower.http('POST', `/subscriptions/${stream}/billing/ack?ids=${entries.map((e) => e.eventId).join(',')}`);
+    expect(acked.status).toBe(202);
+    const info = (await follower.http('GET', `/subscriptions/${stream}/billing/info`, { headers: { accept: 'application/json' } }));
+    expect(info.status).toBe(200);
+    expect(info.json<{ groupName: string }>().groupName).toBe('billing');
+    // Projections: the follower answers what the leader answers.
+    const onLeader = await leader.http('GET', '/projections/any', { headers: { accept: 'application/json' } });
+    const onFollower = await follower.http('GET', '/projections/any', { headers: { accept: 'application/json' } });
+    expect([onFollower.status, onFollower.text]).toEqual([onLeader.status, onLeader.text]);
+  });
+
   it('lets the read-only replica follow and refuses writes there, naming the leader', async () => {
     const replica = cluster.members[3]!;
     const leader = await cluster.leader();

@@ -75,10 +75,12 @@ interface NodeState {
   session: number;
   subscribed: boolean;
   /** Leader: replicas by node id. */
-  replicas: Map<string, { session: number; sent: number; acked: number; caughtUp: boolean }>;
+  replicas: Map<string, { session: number; sent: number; acked: number; caughtUp: boolean; lastAckAt: number }>;
   noQuorumSince: number | undefined;
   electionTimers: number[];
   startedAt: number;
+  /** Log end when the current election began. */
+  ackLimit: number;
 }
 
 export interface SimOptions {
@@ -103,6 +105,7 @@ const DEAD_AFTER_MS = 250;
 const NO_QUORUM_MS = 600;
 const BATCH_ENTRIES = 8;
 const FREEZE = process.env['SIM_NO_FREEZE'] === undefined;
+const STICKY = process.env['SIM_NO_STICKY'] === undefined;
 
 export class SimulationError extends Error {}
 
@@ -136,7 +139,7 @@ export function runSimulation(options: SimOptions): SimResult {
   const fresh = (id: string): NodeState => ({
     id, log: [], proposal: -1, up: true, role: 'discover', elections: INITIAL_ELECTION_STATE, leader: undefined,
     term: undefined, epochIndex: -1, commit: 0, lastHeard: new Map(), lastLeaderHeard: -Infinity, session: 0,
-    subscribed: false, replicas: new Map(), noQuorumSince: undefined, electionTimers: [], startedAt: 0,
+    subscribed: false, replicas: new Map(), noQuorumSince: undefined, electionTimers: [], startedAt: 0, ackLimit: 0,
   });
   const nodes = new Map<string, NodeState>(ids.map((id) => [id, fresh(id)]));
 
@@ -186,8 +189,11 @@ export function runSimulation(options: SimOptions): SimResult {
     };
     return { self, voters: ids.filter((id) => alive(n, id)), clusterSize, electionTimeoutMs: ELECTION_TIMEOUT_MS };
   };
+  /** As the node: while electing, acknowledge no further than the log end when the election began. */
+  const ackPosition = (n: NodeState): number => (FREEZE && n.elections.electing ? Math.min(n.log.length, n.ackLimit) : n.log.length);
   const runElections = (n: NodeState, input: Parameters<typeof electionStep>[1]): void => {
     const { state, effects } = electionStep(n.elections, input, context(n));
+    if (!n.elections.electing && state.electing) n.ackLimit = n.log.length;
     n.elections = state;
     for (const effect of effects) {
       switch (effect.kind) {
@@ -280,16 +286,26 @@ export function runSimulation(options: SimOptions): SimResult {
   const deliver = (n: NodeState, { from, message }: Envelope): void => {
     n.lastHeard.set(from, now);
     switch (message.kind) {
-      case 'election':
+      case 'election': {
+        // As the node: one that leads with a quorum, or follows a leader it hears from, ignores
+        // elections others start (unless it takes part in one already, or its leader started it).
+        const healthy = n.role === 'leader'
+          ? n.noQuorumSince === undefined
+          : n.role === 'follower' && n.subscribed && now - n.lastLeaderHeard <= DEAD_AFTER_MS;
+        // A leader does join an election one of its own replicas started: that replica may have
+        // voted and so holds its acknowledgements back until an election ends.
+        const ownReplica = n.role === 'leader' && n.replicas.has(from);
+        if (STICKY && !n.elections.electing && from !== n.leader && healthy && !ownReplica) return;
         runElections(n, { kind: 'message', message: message.message });
         return;
+      }
       case 'heartbeat': {
         if (n.role === 'leader' && message.leader !== n.id) {
           const mine = lastEpoch(n)?.epochNumber ?? -1;
           if (message.epochNumber > mine) { stepDown(n); follow(n, message.leader); }
           return;
         }
-        if ((n.role === 'discover' || n.role === 'unknown') && message.leader === from) {
+        if ((n.role === 'discover' || n.role === 'unknown') && message.leader === from && message.epochNumber >= (lastEpoch(n)?.epochNumber ?? -1)) {
           if (n.elections.electing) runElections(n, { kind: 'leader-found' });
           follow(n, from);
           return;
@@ -302,9 +318,11 @@ export function runSimulation(options: SimOptions): SimResult {
       }
       case 'subscribe': {
         if (n.role !== 'leader') { send(n.id, from, { kind: 'refused', session: message.session }); return; }
+        // As the node: a replica that knows a later epoch than this leader is refused, never truncated.
+        if ((message.epochs[0]?.epochNumber ?? -1) > (lastEpoch(n)?.epochNumber ?? -1)) { send(n.id, from, { kind: 'refused', session: message.session }); return; }
         const plan = planSubscription(epochsOf(n), n.log.length, message.epochs, message.writer);
         if (plan.truncate) { send(n.id, from, { kind: 'truncate', position: plan.position, session: message.session }); return; }
-        n.replicas.set(from, { session: message.session, sent: plan.position, acked: plan.position, caughtUp: false });
+        n.replicas.set(from, { session: message.session, sent: plan.position, acked: plan.position, caughtUp: false, lastAckAt: now });
         send(n.id, from, { kind: 'subscribed', position: plan.position, session: message.session, term: n.term! });
         shipTo(n, from);
         return;
@@ -336,7 +354,7 @@ export function runSimulation(options: SimOptions): SimResult {
         if (message.from !== n.log.length) { follow(n, from); return; } // a gap: subscribe again
         n.log.push(...message.entries);
         n.commit = Math.max(n.commit, Math.min(message.commit, n.log.length));
-        if (!(FREEZE && n.elections.electing)) send(n.id, from, { kind: 'ack', position: n.log.length, session: n.session });
+        send(n.id, from, { kind: 'ack', position: ackPosition(n), session: n.session });
         return;
       }
       case 'ack': {
@@ -347,6 +365,7 @@ export function runSimulation(options: SimOptions): SimResult {
           return;
         }
         r.acked = Math.max(r.acked, message.position);
+        r.lastAckAt = now;
         if (r.acked >= n.log.length) r.caughtUp = true;
         leaderProgress(n);
         shipTo(n, from);
@@ -362,7 +381,8 @@ export function runSimulation(options: SimOptions): SimResult {
       broadcast(n, { kind: 'heartbeat', leader: n.id, epochNumber: lastEpoch(n)?.epochNumber ?? -1, commit: n.commit, term: n.term! });
       for (const id of n.replicas.keys()) shipTo(n, id);
       for (const [id, r] of n.replicas) {
-        if (r.sent > r.acked && now - (n.lastHeard.get(id) ?? 0) > DEAD_AFTER_MS) n.replicas.delete(id);
+        // As the node's replication channel: a replica that acknowledged nothing for a while is dropped.
+        if (now - r.lastAckAt > DEAD_AFTER_MS) n.replicas.delete(id);
         else if (r.sent > r.acked) r.sent = Math.max(r.acked, r.sent - BATCH_ENTRIES); // resend what may be lost
       }
       leaderProgress(n);
@@ -373,7 +393,7 @@ export function runSimulation(options: SimOptions): SimResult {
     } else if (n.role === 'follower') {
       if (now - n.lastLeaderHeard > DEAD_AFTER_MS) { n.leader = undefined; n.role = 'unknown'; startElections(n); }
       else if (!n.subscribed && n.leader !== undefined) follow(n, n.leader);
-      else if (!(FREEZE && n.elections.electing)) send(n.id, n.leader!, { kind: 'ack', position: n.log.length, session: n.session });
+      else send(n.id, n.leader!, { kind: 'ack', position: ackPosition(n), session: n.session });
     } else if (n.role === 'discover' && now - n.startedAt > 2 * ELECTION_TIMEOUT_MS && !n.elections.electing) {
       startElections(n);
     } else if (n.role === 'unknown' && !n.elections.electing) {
@@ -462,7 +482,10 @@ export function runSimulation(options: SimOptions): SimResult {
   const reference = leaders[0]!.log.map((e) => e.id).join(',');
   for (const n of live) {
     if (n.log.map((e) => e.id).join(',') !== reference) {
-      fail(`${n.id}'s log (${n.log.length} entries) differs from the leader's (${leaders[0]!.log.length})`);
+      const describe = (m: NodeState): string => `${m.id}: ${m.role}${m.leader === undefined ? '' : ` of ${m.leader}`}, log ${m.log.length}, ` +
+        `subscribed ${m.subscribed}, electing ${m.elections.electing} (view ${m.elections.lastAttemptedView})` +
+        (m.role === 'leader' ? `, replicas ${[...m.replicas.keys()].join(",")}` : '');
+      fail(`${n.id}'s log (${n.log.length} entries) differs from the leader's (${leaders[0]!.log.length}); ${live.map(describe).join('; ')}`);
     }
   }
   for (const [id, index] of acked) {

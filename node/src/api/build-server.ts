@@ -15,6 +15,7 @@ import { lazyChildLoggerFactory } from './request-logger.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerClusterRoutes, type ClusterMembership } from './routes/cluster.js';
 import { registerLeaderRouting, type LeaderRouting } from './leader-routing.js';
+import { registerLeaderForwarding } from './leader-forwarding.js';
 import { registerInfoRoutes } from './routes/info.js';
 import { registerPersistentSubscriptionRoutes } from './routes/persistent-subscriptions.js';
 import { registerScavengeRoutes } from './routes/scavenge.js';
@@ -111,7 +112,10 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
   const config = deps.loaded.config;
-  if (deps.cluster !== undefined) registerLeaderRouting(app, deps.cluster.routing);
+  if (deps.cluster !== undefined) {
+    registerLeaderRouting(app, deps.cluster.routing);
+    registerLeaderForwarding(app, deps.cluster.routing);
+  }
   void registerStreamsRoutes(app, {
     closing: closing.signal,
     db: deps.db,

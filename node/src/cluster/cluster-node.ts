@@ -276,7 +276,13 @@ export class ClusterNode implements WriteRouter {
   private evaluate(): void {
     if (this.stopped) return;
     const nowMs = this.nowMs();
-    const liveLeader = this.view.snapshot(nowMs).find((m) => m.isAlive && m.state === 'Leader' && m.instanceId !== this.deps.instanceId);
+    // The leader of the latest epoch gossip shows, and only one whose epoch is not older than this
+    // node's own last epoch (a cut-off old leader may still say Leader; following it would cut back
+    // what this node took from a later one).
+    const ownEpoch = this.deps.host.available ? (this.deps.host.storage.epochs(1)[0]?.epochNumber ?? -1) : -1;
+    const liveLeader = this.view.snapshot(nowMs)
+      .filter((m) => m.isAlive && m.state === 'Leader' && m.instanceId !== this.deps.instanceId && m.epochNumber >= ownEpoch)
+      .sort((a, b) => b.epochNumber - a.epochNumber)[0];
     if ((this.state === 'DiscoverLeader' || this.state === 'Unknown' || this.state === 'ReadOnlyLeaderless') && liveLeader) {
       // A leader others follow: join it rather than elect (a restarted node would otherwise keep
       // starting views until it pulled the whole cluster into a needless election).
@@ -296,6 +302,9 @@ export class ClusterNode implements WriteRouter {
       this.leaderLost('the leader is not alive in gossip');
     }
   }
+
+  /** While this node takes part in an election: its log end when the election began (see electionEnded). */
+  private electionAckLimit = Number.POSITIVE_INFINITY;
 
   /** Gossip rounds completed since start (discovery waits for two before electing). */
   private gossipRounds = 0;
@@ -323,7 +332,25 @@ export class ClusterNode implements WriteRouter {
   /** An election message from another node (`POST /elections`). */
   receiveElectionMessage(message: ElectionMessage): void {
     if (this.deps.settings.readOnlyReplica || this.stopped) return;
+    const fromOwnReplica = LEADING.has(this.state) && this.sessions.hasReplica(message.from);
+    if (!this.elections.electing && message.from !== this.leaderId && !fromOwnReplica && this.hasHealthyLeader()) {
+      // Like EventStoreDB's refusal of proposals against a live leader: a node that lags or was cut
+      // off cannot pull a working cluster into elections (and, while they ran, hold its commits back).
+      // A leader does join an election one of its own replicas started: that replica acknowledges
+      // no further until an election ends, and the leader, the best candidate, is simply re-elected.
+      this.log.debug({ from: message.from, type: message.type, view: message.view }, 'election message ignored: the leader is alive');
+      return;
+    }
     this.runElections({ kind: 'message', message });
+  }
+
+  /** This node leads with a quorum, or follows a leader it heard from within the dead-member time. */
+  private hasHealthyLeader(): boolean {
+    if (this.state === 'Leader' || this.state === 'PreLeader') return this.noQuorumSinceMs === undefined;
+    const replica = this.replica;
+    if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) return false;
+    const { gossipIntervalMs, gossipTimeoutMs } = this.deps.settings;
+    return replica.silentMs <= 2 * gossipIntervalMs + gossipTimeoutMs;
   }
 
   private electionContext(): ElectionContext {
@@ -350,6 +377,7 @@ export class ClusterNode implements WriteRouter {
       if (this.stopped || !this.deps.host.available) return;
       const { state, effects } = electionStep(this.elections, input, this.electionContext());
       const wasElecting = this.elections.electing;
+      if (!wasElecting && state.electing) this.electionAckLimit = this.deps.host.storage.durablePosition;
       this.elections = state;
       for (const effect of effects) await this.carryOut(effect);
       if (wasElecting && !this.elections.electing) this.electionEnded();
@@ -387,12 +415,13 @@ export class ClusterNode implements WriteRouter {
   }
 
   /**
-   * While a node takes part in an election it neither acknowledges its leader's data (replica)
-   * nor moves the commit position (leader): what it told the voters of its log must stay an upper
+   * While a node takes part in an election it acknowledges its leader's data no further than its
+   * log end when the election began (replica), and does not move the commit position (leader): what it told the voters of its log must stay an upper
    * bound of what it helped commit, or the elected node could lack an acknowledged write (found by
    * the seeded simulation, test/sim). When the election ends, both resume.
    */
   private electionEnded(): void {
+    this.electionAckLimit = Number.POSITIVE_INFINITY;
     this.replica?.acknowledge();
     this.onReplicaProgress();
   }
@@ -544,7 +573,7 @@ export class ClusterNode implements WriteRouter {
         if (this.state === 'PreReadOnlyReplica') this.setState('ReadOnlyReplica');
       },
       onEnd: (end) => void this.onReplicaEnd(session, end),
-      mayAcknowledge: () => !this.elections.electing,
+      acknowledgeLimit: () => this.electionAckLimit,
     });
     this.replica = session;
   }

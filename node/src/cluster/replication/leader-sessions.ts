@@ -70,6 +70,11 @@ export class LeaderSessions {
     return [...this.sessions].filter((s) => s.subscribed).map((s) => s.progress());
   }
 
+  /** Whether `instanceId` replicates from this leader now. */
+  hasReplica(instanceId: string): boolean {
+    return [...this.sessions].some((s) => s.subscribed && s.stats().instanceId === instanceId);
+  }
+
   stats(): ReplicaStats[] {
     return [...this.sessions].filter((s) => s.subscribed).map((s) => s.stats());
   }
@@ -222,6 +227,10 @@ class LeaderSession {
       return this.refuse(`chunk size ${request.chunkSizeBytes} differs from the leader's ${this.deps.chunkSizeBytes}`);
     }
     const storage = this.deps.storage();
+    const ours = storage.epochs(1)[0]?.epochNumber ?? -1;
+    const theirs = request.epochs[0]?.epochNumber ?? -1;
+    // A replica that knows a later epoch than this leader must never be cut back to this log.
+    if (theirs > ours) return this.refuse(`the replica knows epoch ${theirs}, later than this leader's ${ours}`);
     let plan = planSubscription(storage.epochs(Number.MAX_SAFE_INTEGER), storage.durablePosition, request.epochs, request.writerCheckpoint);
     // Inside a chunk that can only be sent whole: from its start.
     const chunk = storage.source.chunkAt(plan.position);

@@ -43,11 +43,12 @@ export interface ReplicaSessionOptions {
   readonly onProgress: (local: number, leaderDurable: number) => void;
   readonly onEnd: (end: ReplicaSessionEnd) => void;
   /**
-   * False while this node takes part in an election: it has told the other voters how far its
-   * log goes, and acknowledging more would let the old leader commit what the elected one may
-   * lack. Acknowledgements resume (`acknowledge()`) when the election ends.
+   * The highest position this node may acknowledge: while it takes part in an election, its log
+   * end when the election began (what it tells the voters stays an upper bound of what it helped
+   * the old leader commit); otherwise unlimited (Infinity). Acknowledgements go on at that cap, so
+   * the leader keeps the session.
    */
-  readonly mayAcknowledge: () => boolean;
+  readonly acknowledgeLimit: () => number;
 }
 
 interface FileInProgress {
@@ -89,6 +90,11 @@ export class ReplicaSession {
 
   get isSubscribed(): boolean {
     return this.subscribed && !this.ended;
+  }
+
+  /** Milliseconds since the leader last sent anything (data, commit positions, heartbeats). */
+  get silentMs(): number {
+    return Date.now() - this.lastHeardMs;
   }
 
   /** Sends a write to the leader; resolves with its answer. */
@@ -142,7 +148,8 @@ export class ReplicaSession {
   }
 
   private ack(): void {
-    if (!this.ended && this.options.mayAcknowledge()) this.socket.write(positionFrame(FrameType.Ack, this.options.storage.durablePosition));
+    const position = Math.min(this.options.storage.durablePosition, this.options.acknowledgeLimit());
+    if (!this.ended) this.socket.write(positionFrame(FrameType.Ack, position));
   }
 
   private onData(chunk: Buffer): void {

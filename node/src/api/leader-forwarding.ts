@@ -1,0 +1,70 @@
+/**
+ * Leader-only services behind any node: persistent subscriptions and projections run on the
+ * leader alone (they are started and stopped with leadership), and EventStoreDB forwards their
+ * HTTP requests to the leader when a follower receives them. This hook does the same before the
+ * body is read: the request goes to the leader as it came (method, path, headers, including Host,
+ * so links in the answer still point at this node and keep being forwarded), and the leader's
+ * answer streams back unchanged. With no leader known the answer is 503; an unreachable leader
+ * is 503 with the reason.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { FastifyInstance } from 'fastify';
+import type { LeaderRouting } from './leader-routing.js';
+import { sendStatus } from './streams/stream-http.js';
+
+/** The paths served by the leader only. */
+export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection'] as const;
+
+/** Connection-level headers a proxy must not pass on (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+export interface LeaderForwardingOptions {
+  /** Options for requests to an https leader (trusted roots, client certificate); undefined: defaults. */
+  readonly tls?: () => https.RequestOptions | undefined;
+}
+
+export function isLeaderOnlyPath(url: string): boolean {
+  const path = url.split('?', 1)[0]!;
+  return LEADER_ONLY_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));
+}
+
+function withoutHopByHop(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
+  return out;
+}
+
+export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRouting, options: LeaderForwardingOptions = {}): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!isLeaderOnlyPath(request.url)) return done();
+    const leader = routing.leaderUrl();
+    if (leader === undefined) return done(); // this node leads
+    if (leader === null) {
+      sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions and projections run on the leader.');
+      return done();
+    }
+    const target = new URL(request.url, leader);
+    reply.hijack();
+    const response = reply.raw;
+    const headers = withoutHopByHop(request.headers);
+    const secure = target.protocol === 'https:';
+    const upstream = (secure ? https : http).request(target, {
+      method: request.method, headers, ...(secure ? options.tls?.() ?? {} : {}),
+    }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers));
+      answer.pipe(response);
+    });
+    upstream.on('error', (err) => {
+      request.log.warn({ err, leader }, 'forwarding to the leader failed');
+      if (!response.headersSent) {
+        response.writeHead(503, 'Server Is Not Ready', { 'content-type': 'text/plain; charset=utf-8' });
+        response.end(`The leader at ${leader} could not be reached: ${err.message}`);
+      } else {
+        response.destroy();
+      }
+    });
+    response.on('close', () => { if (!response.writableFinished) upstream.destroy(); });
+    request.raw.pipe(upstream);
+  });
+}
