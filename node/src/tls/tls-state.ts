@@ -154,7 +154,11 @@ export function describeTlsFailure(err: unknown): string {
       return `the peer's certificate has expired (${message})`;
     case 'ERR_TLS_CERT_ALTNAME_INVALID':
       return `the peer's certificate does not name the host connected to (${message})`;
+    case 'ECONNRESET':
+      return `the peer closed the connection during the handshake: it may not trust this node's certificate yet (partial chain) or its common name (${message})`;
     default:
+      if (/socket hang up/i.test(message))
+        return `the peer closed the connection during the handshake: it may not trust this node's certificate yet (partial chain) or its common name (${message})`;
       if (/unknown ca|certificate unknown|bad certificate|certificate required/i.test(message))
         return `the peer refused this node's certificate (it does not trust its issuer yet, or the common name): ${message}`;
       return message;
