@@ -27,7 +27,7 @@ import {
   toPem,
   validityProblem,
 } from './certificate.js';
-import { commonNameMatchesReserved } from './names.js';
+import { certificateCoversHost, commonNameMatchesReserved } from './names.js';
 
 /** The options the material comes from (a subset of NodeConfig). */
 export interface TlsSources {
@@ -100,10 +100,12 @@ const FLAG = {
 /** The message a secure node without certificate options stops with. */
 export function missingTlsOptionsMessage(missing: readonly (keyof typeof FLAG)[]): string {
   return (
-    `TLS is on by default and needs ${missing.map((m) => FLAG[m]).join(', ')}: pass ` +
-    `--certificate-file <node certificate PEM>, --certificate-private-key-file <its key PEM> and ` +
-    `--trusted-root-certificates-path <folder of CA certificates> (or the YAML keys / SERVICE_* ` +
-    `variables), or --insecure to serve plain HTTP without TLS`
+    `the node serves TLS by default and is missing ${missing.map((m) => FLAG[m]).join(', ')}: pass ` +
+    `--certificate-file <node certificate, PEM>, --certificate-private-key-file <its private key, PEM> and ` +
+    `--trusted-root-certificates-path <folder of trusted CA certificates> (or CertificateFile, ` +
+    `CertificatePrivateKeyFile, TrustedRootCertificatesPath in the YAML file, or SERVICE_CERTIFICATE_FILE, ` +
+    `SERVICE_CERTIFICATE_PRIVATE_KEY_FILE, SERVICE_TRUSTED_ROOT_CERTIFICATES_PATH), or --insecure to serve ` +
+    `plain HTTP without TLS`
   );
 }
 
@@ -214,6 +216,8 @@ function loadTrustedRoots(files: TlsFiles, folder: string): TrustedRoot[] {
 export interface LoadTlsMaterialOptions {
   readonly files?: TlsFiles;
   readonly nowMs?: number;
+  /** The host name or address other nodes and clients reach this node by: warned about when the certificate does not name it. */
+  readonly advertisedHost?: string;
 }
 
 /** Reads and checks the node's TLS material; throws TlsMaterialError naming the problem. */
@@ -270,6 +274,9 @@ export function loadTlsMaterial(sources: TlsSources, options: LoadTlsMaterialOpt
   const sans = subjectAltNamesOf(leaf);
   if (sans.dns.length === 0 && sans.ip.length === 0)
     warnings.push(`the certificate ${describe(leaf)} names no DNS name or IP address (subjectAltName): other nodes refuse it`);
+  const host = options.advertisedHost;
+  if (host !== undefined && host !== '' && !certificateCoversHost({ ...sans, commonName }, host))
+    warnings.push(`the certificate ${describe(leaf)} does not name ${host}, the host other nodes reach this node by: they will refuse it`);
   const usage = nodeUsageProblem(leaf);
   if (usage !== undefined) warnings.push(`the certificate ${describe(leaf)}: ${usage}; other nodes refuse it`);
 

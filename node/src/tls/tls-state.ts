@@ -72,16 +72,16 @@ export interface CertificateInfo {
   readonly subject: string;
   readonly commonName: string | null;
   readonly issuer: string;
-  readonly subjectAltNames: readonly string[];
+  readonly subjectAltNames: string[];
   readonly serialNumber: string;
   readonly notBefore: string;
   readonly notAfter: string;
   readonly loadedAt: string;
   readonly reservedNodeCommonName: string;
-  readonly trustedRoots: readonly { readonly fingerprintSha256: string; readonly subject: string; readonly notAfter: string }[];
+  readonly trustedRoots: { readonly fingerprintSha256: string; readonly subject: string; readonly notAfter: string }[];
   readonly trustedRootsLoadedAt: string;
   readonly connectionResetIntervalSec: number;
-  readonly nodeLinks: readonly NodeLink[];
+  readonly nodeLinks: NodeLink[];
 }
 
 export type ReloadListener = (material: TlsMaterial, previous: TlsMaterial) => void;
@@ -393,6 +393,6 @@ export function describeMaterial(material: TlsMaterial, resetMs: number, nodeLin
     })),
     trustedRootsLoadedAt: iso(material.loadedAtMs),
     connectionResetIntervalSec: Math.round(resetMs / 1000),
-    nodeLinks,
+    nodeLinks: [...nodeLinks],
   };
 }
