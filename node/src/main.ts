@@ -196,6 +196,8 @@ async function startNode(
     ? await createClusterMember({
       config, engineOptions: engineOptions(config), engineDeps, instanceId: randomUUID(), version, log,
       onStateChange: (state, previous) => onStateChange(state, previous),
+      // With TLS, gossip, elections and replication authenticate both ends by certificate.
+      ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
     })
     : undefined;
   const db = member?.db ?? (await openEventDb(engineOptions(config), engineDeps));
@@ -265,7 +267,7 @@ async function startNode(
     requestShutdown,
     scavenges,
     subscriptions,
-    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica) }),
+    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica, live.tls === undefined ? 'http' : 'https') }),
     reload: () => live.reloader.reload(),
     ...(live.tls === undefined ? {} : { tls: live.tls }),
   });
@@ -297,7 +299,7 @@ async function startNode(
 }
 
 /** What the HTTP API needs of a cluster member. */
-function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
+function clusterApi(member: ClusterMember, readOnlyReplica: boolean, scheme: 'http' | 'https') {
   const { node } = member;
   return {
     membership: node,
@@ -309,7 +311,7 @@ function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
       leaderUrl(): string | null | undefined {
         if (node.isLeader) return undefined;
         const leader = node.leaderInfo();
-        return leader === undefined ? null : `http://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
+        return leader === undefined ? null : `${scheme}://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
       },
     },
   };

@@ -4,7 +4,7 @@
  * use zod; errors are mapped in one handler (error-handler.ts); unknown routes answer an empty
  * 404 as EventStoreDB does. Every response carries EventStoreDB's CORS headers.
  */
-import type { Server as TlsServer } from 'node:tls';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -141,7 +141,10 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     const certificateFingerprint = () => tls?.material().leaf.fingerprint256;
     registerReloadConfigRoutes(app, { security, log, reload: deps.reload, certificateFingerprint });
   }
-  registerClusterRoutes(app, { db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }) });
+  registerClusterRoutes(app, {
+    db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }),
+    ...(tls === undefined ? {} : { authenticatePeer: (req) => tls.verifyConnection(req.raw.socket as TLSSocket) }),
+  });
   registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown, ...(cluster === undefined ? {} : { node: cluster.node }) });
   registerStatsRoutes(app, {
     security, db, ...(config.memDb ? {} : { dataPath: config.db }),

@@ -64,6 +64,14 @@ export interface AdvertisedEndpoints {
   readonly replicationPort: number;
 }
 
+/** How replication connections are made: plain TCP by default; TLS (TlsState) with certificates. */
+export interface PeerTransport {
+  /** The replication listener; `onSocket` gets only connections of authenticated peers. */
+  createServer(onSocket: (socket: net.Socket) => void): net.Server;
+  /** A connection to a leader's replication listener (a TLS socket is used once 'secureConnect'). */
+  connect(host: string, port: number): net.Socket;
+}
+
 export interface ClusterNodeDeps {
   readonly log: Logger;
   readonly instanceId: string;
@@ -71,6 +79,8 @@ export interface ClusterNodeDeps {
   readonly settings: ClusterSettings;
   readonly host: StorageHost;
   readonly peers: PeerClient;
+  /** Replication connections; default plain TCP. */
+  readonly transport?: PeerTransport;
   readonly nowMs?: () => number;
   /** The node state changed (leader-only services start and stop with it). */
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
@@ -134,7 +144,8 @@ export class ClusterNode implements WriteRouter {
 
   /** Binds the replication listener; resolves with its address. */
   async listenReplication(ip: string, port: number): Promise<net.AddressInfo> {
-    const server = net.createServer((socket) => this.sessions.attach(socket));
+    const attach = (socket: net.Socket): void => this.sessions.attach(socket);
+    const server = this.deps.transport?.createServer(attach) ?? net.createServer(attach);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -502,6 +513,7 @@ export class ClusterNode implements WriteRouter {
     const session = new ReplicaSession({
       log: this.log.child({ component: 'cluster.replica' }),
       host: leader.internalTcpIp, port: leader.internalTcpPort,
+      ...(this.deps.transport === undefined ? {} : { connect: this.deps.transport.connect }),
       instanceId: this.deps.instanceId, leaderInstanceId: leader.instanceId,
       isReadOnlyReplica: this.deps.settings.readOnlyReplica, chunkSizeBytes: this.deps.settings.chunkSizeBytes,
       storage, tempDirectory: engine.chunkTempDirectory,

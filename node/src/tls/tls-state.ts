@@ -101,6 +101,16 @@ export interface TlsState {
   createPeerAgent(options?: https.AgentOptions): https.Agent;
   /** Whether a peer (a certificate, or the TLS socket it came on) is a node of this cluster. */
   verifyPeer(peer: X509Certificate | tls.TLSSocket): PeerVerdict;
+  /**
+   * verifyPeer for a request's connection to the HTTP API, decided once per connection (it keeps
+   * the certificates it was set up with); a refusal is logged once per connection.
+   */
+  verifyConnection(socket: tls.TLSSocket): PeerVerdict;
+  /** The replication transport of the cluster (cluster-node.ts PeerTransport): createPeerServer and connectPeer. */
+  peerTransport(): {
+    createServer(onSocket: (socket: tls.TLSSocket) => void): tls.Server;
+    connect(host: string, port: number): tls.TLSSocket;
+  };
   /** Registers a node-to-node connection: listed by links(), ended after the reset interval. */
   trackLink(socket: tls.TLSSocket, direction: NodeLink['direction'], onExpire?: () => void): void;
   links(): NodeLink[];
@@ -115,6 +125,9 @@ export interface TlsStateOptions {
   readonly log: Logger;
   readonly nowMs?: () => number;
 }
+
+/** Links are reset between (1 - RESET_JITTER) and 1 times the connection-reset interval after they were opened. */
+const RESET_JITTER = 0.2;
 
 /** How long an expired link may take to close after `end()` before it is destroyed. */
 const LINK_CLOSE_GRACE_MS = 5_000;
@@ -165,6 +178,22 @@ export function describeTlsFailure(err: unknown): string {
   }
 }
 
+/**
+ * Whether a failed connection is about certificates (logged as an error) rather than the network
+ * (a peer down, a timeout: the caller's business). A reset during the handshake counts: a peer
+ * that does not trust this node's certificate may just hang up.
+ */
+export function isCertificateFailure(err: unknown, tcpConnected: boolean): boolean {
+  const code = String((err as { code?: unknown }).code ?? '');
+  const message = err instanceof Error ? err.message : String(err);
+  if (/^(UNABLE_TO_|CERT_|SELF_SIGNED|DEPTH_ZERO|ERR_TLS_CERT|ERR_SSL_|EDB_PEER_|HOSTNAME_MISMATCH)/.test(code)) return true;
+  if (/alert|certificate|handshake/i.test(message)) return true;
+  return tcpConnected && (code === 'ECONNRESET' || /socket hang up|before secure TLS connection/i.test(message));
+}
+
+/** How often the same kind of node-to-node failure with the same peer is logged again. */
+const REPEAT_LOG_MS = 10_000;
+
 export function createTlsState(options: TlsStateOptions): TlsState {
   const log = options.log;
   const nowMs = options.nowMs ?? Date.now;
@@ -174,6 +203,31 @@ export function createTlsState(options: TlsStateOptions): TlsState {
   const servers = new Set<tls.Server>();
   const listeners = new Set<ReloadListener>();
   const links = new Map<tls.TLSSocket, LinkRecord>();
+
+  // Failures repeat with every gossip round during a CA migration: the first is logged, then one
+  // line per peer and kind every REPEAT_LOG_MS with the count of those not logged.
+  const lastLogged = new Map<string, { atMs: number; suppressed: number }>();
+  const logFailure = (level: 'error' | 'warn', key: string, fields: Record<string, unknown>, message: string): void => {
+    const now = nowMs();
+    const last = lastLogged.get(key);
+    if (last !== undefined && now - last.atMs < REPEAT_LOG_MS) {
+      last.suppressed += 1;
+      return;
+    }
+    lastLogged.set(key, { atMs: now, suppressed: 0 });
+    log[level]({ ...fields, ...(last === undefined || last.suppressed === 0 ? {} : { repeatedSinceLastLog: last.suppressed }) }, message);
+  };
+  const onConnectFailure = (socket: tls.TLSSocket, peer: string) => {
+    let tcpConnected = false;
+    socket.once('connect', () => (tcpConnected = true));
+    socket.once('error', (err) => {
+      if (links.has(socket)) return;
+      const fields = { peer, err: err.message };
+      if (isCertificateFailure(err, tcpConnected))
+        logFailure('error', `connect ${peer} ${describeTlsFailure(err)}`, fields, `node-to-node TLS connection failed: ${describeTlsFailure(err)}`);
+      else log.debug(fields, 'node-to-node connection failed');
+    });
+  };
 
   const secureContextOptions = (): tls.SecureContextOptions => ({
     key: current.privateKey.export({ type: 'pkcs8', format: 'pem' }),
@@ -213,6 +267,17 @@ export function createTlsState(options: TlsStateOptions): TlsState {
     return verifyCertificate(leaf, intermediates);
   };
 
+  const verdicts = new WeakMap<tls.TLSSocket, PeerVerdict>();
+  const verifyConnection = (socket: tls.TLSSocket): PeerVerdict => {
+    const known = verdicts.get(socket);
+    if (known !== undefined) return known;
+    const verdict = verifyPeer(socket);
+    verdicts.set(socket, verdict);
+    if (!verdict.ok)
+      logFailure('warn', `request ${socket.remoteAddress ?? '?'} ${verdict.reason}`, { peer: remoteOf(socket), rejection: verdict.rejection }, `node-to-node request refused: ${verdict.reason}`);
+    return verdict;
+  };
+
   const remoteOf = (socket: tls.TLSSocket): string => `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
 
   const trackLink = (socket: tls.TLSSocket, direction: NodeLink['direction'], onExpire?: () => void): void => {
@@ -240,7 +305,9 @@ export function createTlsState(options: TlsStateOptions): TlsState {
         peerCommonName: peer === undefined ? '' : (commonNameOf(peer) ?? ''),
         establishedAt: new Date(nowMs()).toISOString(),
       },
-      timer: setTimeout(expire, resetMs).unref(),
+      // At most the interval, and spread over its last fifth, so that links opened together (a
+      // leader's replicas after an election) are not all re-established at the same moment.
+      timer: setTimeout(expire, resetMs * (1 - RESET_JITTER * Math.random())).unref(),
       expired: false,
     };
     links.set(socket, record);
@@ -266,10 +333,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
   const connectPeer = (target: { readonly host: string; readonly port: number }): tls.TLSSocket => {
     const socket = tls.connect({ ...clientConnectOptions(target.host), port: target.port });
     socket.once('secureConnect', () => trackLink(socket, 'outgoing'));
-    socket.once('error', (err) => {
-      if (!links.has(socket))
-        log.error({ peer: `${target.host}:${target.port}`, err: (err as Error).message }, `node-to-node TLS connection failed: ${describeTlsFailure(err)}`);
-    });
+    onConnectFailure(socket, `${target.host}:${target.port}`);
     return socket;
   };
 
@@ -285,10 +349,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
           if (idle) socket.destroy();
         }),
       );
-      socket.once('error', (err) => {
-        if (!links.has(socket))
-          log.error({ peer: `${host}:${String(requestOptions.port)}`, err: err.message }, `node-to-node TLS connection failed: ${describeTlsFailure(err)}`);
-      });
+      onConnectFailure(socket, `${host}:${String(requestOptions.port)}`);
       return socket;
     }
 
@@ -316,7 +377,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
       server.on('secureConnection', (socket) => {
         const verdict = verifyPeer(socket);
         if (!verdict.ok) {
-          log.error({ peer: remoteOf(socket), rejection: verdict.rejection }, `node-to-node connection refused: ${verdict.reason}`);
+          logFailure('error', `refused ${socket.remoteAddress ?? '?'} ${verdict.reason}`, { peer: remoteOf(socket), rejection: verdict.rejection }, `node-to-node connection refused: ${verdict.reason}`);
           socket.destroy();
           return;
         }
@@ -324,7 +385,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
         onPeer(socket, verdict);
       });
       server.on('tlsClientError', (err, socket) => {
-        log.error({ peer: remoteOf(socket), err: err.message }, `node-to-node TLS handshake failed: ${describeTlsFailure(err)}`);
+        logFailure('error', `handshake ${socket.remoteAddress ?? '?'} ${err.message}`, { peer: remoteOf(socket), err: err.message }, `node-to-node TLS handshake failed: ${describeTlsFailure(err)}`);
       });
       state.attachServer(server);
       return server;
@@ -333,6 +394,11 @@ export function createTlsState(options: TlsStateOptions): TlsState {
     connectPeer,
     createPeerAgent: (agentOptions = {}) => new PeerAgent({ keepAlive: true, ...agentOptions, maxCachedSessions: 0 }),
     verifyPeer,
+    verifyConnection,
+    peerTransport: () => ({
+      createServer: (onSocket) => state.createPeerServer((socket) => onSocket(socket)),
+      connect: (host, port) => connectPeer({ host, port }),
+    }),
     trackLink,
     links: () => [...links.values()].map((record) => record.info),
     replace(material) {

@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { ClusterStorage } from '../../storage/event-db.js';
 import {
@@ -38,6 +39,8 @@ export interface ReplicaSessionOptions {
   readonly installChunk: (file: { tempName?: string; bytes?: Buffer }) => Promise<void>;
   readonly heartbeatMs: number;
   readonly connectTimeoutMs: number;
+  /** Opens the connection to the leader (TLS); default plain TCP. */
+  readonly connect?: (host: string, port: number) => net.Socket;
   readonly onSubscribed: () => void;
   /** The leader's durable position as last reported, and ours: catching up until they meet. */
   readonly onProgress: (local: number, leaderDurable: number) => void;
@@ -67,12 +70,13 @@ export class ReplicaSession {
 
   constructor(private readonly options: ReplicaSessionOptions) {
     const { host, port } = options;
-    this.socket = net.connect({ host, port });
+    this.socket = options.connect?.(host, port) ?? net.connect({ host, port });
     this.socket.setNoDelay(true);
     this.socket.setTimeout(options.connectTimeoutMs, () => {
       if (!this.subscribed) this.end({ kind: 'broken', reason: `no answer from the leader at ${host}:${port}` });
     });
-    this.socket.once('connect', () => this.subscribe());
+    // Over TLS, subscribe once the peers have authenticated each other.
+    this.socket.once(this.socket instanceof TLSSocket ? 'secureConnect' : 'connect', () => this.subscribe());
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     // After the frames already received: a TRUNCATE is followed by the leader closing.
     this.socket.on('error', (err) => { this.chain = this.chain.then(() => this.end({ kind: 'broken', reason: err.message })); });
