@@ -37,6 +37,7 @@ import { loadTlsMaterial, missingTlsOptions, missingTlsOptionsMessage, TlsMateri
 import { advertisedHostOf, createTlsReloadStep, TLS_LIVE_OPTIONS, tlsSourcesOf } from './tls/reload-step.js';
 import { createTlsState, type TlsState } from './tls/tls-state.js';
 import { openEventDb } from './storage/event-db.js';
+import { createProjectionsSubsystem, type ProjectionsSubsystem } from './projections/projections-subsystem.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
 import type { NodeConfig } from './config/schema.js';
 
@@ -225,6 +226,8 @@ async function startNode(
     db,
     log: log.child({ component: 'subscriptions' }),
   });
+  // Like the subscriptions: on a cluster the projections run on the leader only.
+  const projections = createProjections(config, db, log, (user, stream) => security.canAccessStream(user, stream, 'r'));
   function onStateChange(state: NodeState, previous: NodeState): void {
     // The scavenge history's start-up work writes: once a leader can take it.
     if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
@@ -232,8 +235,10 @@ async function startNode(
       void security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword)
         .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
       void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
+      void projections?.start().catch((err: unknown) => log.error({ err }, 'could not start the projections'));
     } else if (previous === 'Leader') {
       void subscriptions.stop();
+      void projections?.stop().catch((err: unknown) => log.error({ err }, 'could not stop the projections'));
     }
   }
 
@@ -244,6 +249,7 @@ async function startNode(
       try {
         await member?.node.stop();
         await app.close();
+        await projections?.stop();
         await subscriptions.stop();
         await scavenges.close();
         security.close();
@@ -270,6 +276,7 @@ async function startNode(
     ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica, live.tls === undefined ? 'http' : 'https') }),
     reload: () => live.reloader.reload(),
     ...(live.tls === undefined ? {} : { tls: live.tls }),
+    ...(projections === undefined ? {} : { projections }),
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
@@ -292,6 +299,8 @@ async function startNode(
     member.node.start(advertised);
   }
   if (member === undefined) await scavenges.initialise();
+  // A node alone runs the projections; in a cluster only the leader does (onStateChange).
+  if (member === undefined) await projections?.start();
   log.info({
     address, memDb: config.memDb, db: config.db, index: config.index,
     ...(advertised === undefined ? {} : { clusterSize: config.clusterSize, advertised }),
@@ -315,6 +324,28 @@ function clusterApi(member: ClusterMember, readOnlyReplica: boolean, scheme: 'ht
       },
     },
   };
+}
+
+/** The projections subsystem, unless RunProjections is None. */
+function createProjections(
+  config: NodeConfig,
+  db: Parameters<typeof createProjectionsSubsystem>[0]['db'],
+  log: RootLogger['log'],
+  canRead: NonNullable<Parameters<typeof createProjectionsSubsystem>[0]['canRead']>,
+): ProjectionsSubsystem | undefined {
+  if (config.runProjections === 'None') return undefined;
+  return createProjectionsSubsystem({
+    db,
+    log: log.child({ component: 'projections' }),
+    runProjections: config.runProjections,
+    startStandardProjections: config.startStandardProjections,
+    queryExpiryMinutes: config.projectionsQueryExpiry,
+    executionTimeoutMs: config.projectionExecutionTimeout,
+    compilationTimeoutMs: config.projectionCompilationTimeout,
+    memoryLimitMb: config.projectionMemoryLimit,
+    maxStateSizeBytes: config.maxProjectionStateSize,
+    canRead,
+  });
 }
 
 main().catch((err: unknown) => {

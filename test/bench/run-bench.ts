@@ -26,6 +26,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'https', module: './https-bench.js' },
   { name: 'scavenge', module: './scavenge-bench.js' },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
+  { name: 'projections', module: './projections-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {

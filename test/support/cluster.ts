@@ -125,7 +125,8 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
         if (states.every((s) => STABLE.has(s)) && states.filter((s) => s === 'leader').length === 1) return;
         await new Promise((r) => setTimeout(r, 100));
       }
-      throw new Error(`cluster not stable within ${timeoutMs} ms; states: ${seen.join(', ')}`);
+      const tails = members.map((m) => `--- ${m.spec.name} (exit ${String(m.process?.child.exitCode)} ${String(m.process?.child.signalCode)}):\n${(m.process?.output ?? []).slice(-15).join('\n')}`);
+      throw new Error(`cluster not stable within ${timeoutMs} ms; states: ${seen.join(', ')}\n${tails.join('\n')}`);
     },
     async stop() {
       await Promise.all(members.map(async (m) => {

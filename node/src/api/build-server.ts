@@ -28,6 +28,8 @@ import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
 import type { ReloadOutcome } from '../reload/reload.js';
 import type { TlsState } from '../tls/tls-state.js';
+import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
+import { registerProjectionsRoutes } from './routes/projections.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 
@@ -57,6 +59,8 @@ export interface BuildServerDeps {
   readonly tls?: TlsState;
   /** Configuration reload (POST /admin/reloadconfig); that route is absent without it. */
   readonly reload?: () => Promise<ReloadOutcome>;
+  /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
+  readonly projections?: ProjectionsSubsystem;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -135,6 +139,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   const nodeState = cluster === undefined ? {} : { nodeState: () => cluster.nodeState() };
   registerInfoRoutes(app, {
     security, loaded: deps.loaded, version, ...nodeState,
+    features: { projections: deps.projections !== undefined, userManagement: true, atomPub: true },
     ...(tls === undefined ? {} : { certificate: () => tls.describe() }),
   });
   if (deps.reload !== undefined) {
@@ -156,6 +161,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     const { subscriptions } = deps;
     registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
   }
+  if (deps.projections !== undefined)
+    registerProjectionsRoutes(app, { security, projections: deps.projections });
   return app;
 }
 

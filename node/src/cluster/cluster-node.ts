@@ -163,6 +163,7 @@ export class ClusterNode implements WriteRouter {
     void this.gossipRound();
     this.gossipTimer = setInterval(() => void this.gossipRound(), this.deps.settings.gossipIntervalMs);
     this.discoveryTimer = setTimeout(() => this.discover(), Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs));
+    this.discoveryTimer.unref();
   }
 
   private subscribeDurable(): () => void {
@@ -278,6 +279,7 @@ export class ClusterNode implements WriteRouter {
         this.log.debug({ err, endpoint }, 'gossip failed');
       }
     }));
+    this.gossipRounds += 1;
     this.evaluate();
   }
 
@@ -286,7 +288,10 @@ export class ClusterNode implements WriteRouter {
     if (this.stopped) return;
     const nowMs = this.nowMs();
     const liveLeader = this.view.snapshot(nowMs).find((m) => m.isAlive && m.state === 'Leader' && m.instanceId !== this.deps.instanceId);
-    if ((this.state === 'DiscoverLeader' || this.state === 'Unknown' || this.state === 'ReadOnlyLeaderless') && !this.elections.electing && liveLeader) {
+    if ((this.state === 'DiscoverLeader' || this.state === 'Unknown' || this.state === 'ReadOnlyLeaderless') && liveLeader) {
+      // A leader others follow: join it rather than elect (a restarted node would otherwise keep
+      // starting views until it pulled the whole cluster into a needless election).
+      if (this.elections.electing) this.runElections({ kind: 'leader-found' });
       this.follow(liveLeader.instanceId);
       return;
     }
@@ -303,10 +308,18 @@ export class ClusterNode implements WriteRouter {
     }
   }
 
+  /** Gossip rounds completed since start (discovery waits for two before electing). */
+  private gossipRounds = 0;
+
   private discover(): void {
     if (this.stopped || this.state !== 'DiscoverLeader') return;
     this.evaluate();
-    if (this.state === 'DiscoverLeader') this.startElections('no leader found');
+    if (this.state !== 'DiscoverLeader') return;
+    if (this.gossipRounds < 2) {
+      this.discoveryTimer = setTimeout(() => this.discover(), this.deps.settings.gossipIntervalMs);
+      return;
+    }
+    this.startElections('no leader found');
   }
 
   // ---------------------------------------------------------------- elections

@@ -52,6 +52,8 @@ export type ElectionMessage =
 export type ElectionInput =
   /** Find a leader: start the next view. */
   | { readonly kind: 'start' }
+  /** A leader was found otherwise (gossip): stop electing; later views still pull this node in. */
+  | { readonly kind: 'leader-found' }
   | { readonly kind: 'message'; readonly message: ElectionMessage }
   | { readonly kind: 'timeout'; readonly view: number };
 
@@ -149,6 +151,9 @@ export function step(state: ElectionState, input: ElectionInput, ctx: ElectionCo
   switch (input.kind) {
     case 'start':
       shiftToView(out, state.lastAttemptedView + 1, ctx);
+      return out;
+    case 'leader-found':
+      out.state = { ...state, electing: false };
       return out;
     case 'timeout':
       if (out.state.electing && input.view === out.state.lastAttemptedView) shiftToView(out, input.view + 1, ctx);

@@ -31,13 +31,20 @@ export function planSubscription(
   if (replicaWriter === 0) return { position: 0, truncate: false };
   const same = (a: EpochRef, b: EpochRef): boolean =>
     a.epochNumber === b.epochNumber && a.epochId === b.epochId && a.epochPosition === b.epochPosition;
-  for (const theirs of replicaEpochs) {
+  for (const [replicaIndex, theirs] of replicaEpochs.entries()) {
     const index = leaderEpochs.findIndex((ours) => same(ours, theirs));
     if (index < 0) continue;
-    // leaderEpochs is newest first: the epoch this leader's log began after the common one.
-    const next = index > 0 ? leaderEpochs[index - 1] : undefined;
-    const agreedUpTo = next === undefined ? leaderDurable : next.epochPosition;
-    const position = Math.min(replicaWriter, agreedUpTo);
+    // Both lists are newest first. The logs agree up to where either began its next epoch after
+    // the common one: the leader's (what follows in the replica was not continued), and the
+    // replica's own (an epoch the leader never saw: what the replica has from there is not the
+    // leader's, whatever its length).
+    const leaderNext = index > 0 ? leaderEpochs[index - 1] : undefined;
+    const replicaNext = replicaIndex > 0 ? replicaEpochs[replicaIndex - 1] : undefined;
+    const position = Math.min(
+      replicaWriter,
+      leaderNext === undefined ? leaderDurable : leaderNext.epochPosition,
+      replicaNext === undefined ? Number.POSITIVE_INFINITY : replicaNext.epochPosition,
+    );
     return { position, truncate: position < replicaWriter };
   }
   // No epoch in common: nothing of the replica's log can be trusted to agree.

@@ -35,6 +35,12 @@ describe('divergence', () => {
     expect(planSubscription([e(2, 300), e(1, 0)], 900, [e(1, 0)], 350)).toEqual({ position: 300, truncate: true });
   });
 
+  it('cuts an epoch of the replica\'s that the leader never saw, even when the leader\'s log is longer', () => {
+    // The replica led epoch 3 at 600 (unreplicated); the leader continued epoch 2 and began 4 at 900.
+    expect(planSubscription([e(4, 900), e(2, 300), e(1, 0)], 1200, [e(3, 600, 'lost'), e(2, 300), e(1, 0)], 700))
+      .toEqual({ position: 600, truncate: true });
+  });
+
   it('cuts everything when no epoch is shared', () => {
     expect(planSubscription([e(1, 0, 'a')], 900, [e(1, 0, 'b')], 350)).toEqual({ position: 0, truncate: true });
   });

@@ -127,7 +127,7 @@ const PIPELINE_BATCHES_MAX_THREAD = 4;
 const GROUP_COMMIT_BYTES_TARGET = 1024 * 1024;
 
 /** Size of a reused batch buffer: the group-commit target plus slack (a larger single write gets one of its own size). */
-const BATCH_BUFFER_BYTES = GROUP_COMMIT_BYTES_TARGET + 64 * 1024;
+export const BATCH_BUFFER_BYTES = GROUP_COMMIT_BYTES_TARGET + 64 * 1024;
 
 /** Weight of the newest flush in the moving mean of flush sizes. */
 const RECENT_FLUSH_WEIGHT = 1 / 16;
@@ -196,10 +196,12 @@ export class LogWriter {
     this.refusal = refusal;
     for (const r of this.queue.splice(0)) r.reject(refusal);
     for (const b of this.pipeline) for (const o of b.outcomes) o.request.reject(refusal);
-    while (this.writing) await new Promise((r) => setTimeout(r, 1));
+    // In-flight batches become durable (and recorded) but are never applied; once they are, the
+    // pipeline empties, which also frees a writer loop waiting for room in it.
     while (this.pipeline.some((b) => !b.recorded) && !this.deps.failure.current) await this.pipelineProgress.promise;
     this.pipeline.splice(0);
     this.signalPipelineProgress();
+    while (this.writing) await new Promise((r) => setTimeout(r, 1));
   }
 
   /** Writes again (this node became the leader). */
@@ -254,6 +256,8 @@ export class LogWriter {
         if (batch.outcomes.length === 0 && batch.needsNewChunk) {
           await this.drainPipeline();
           await this.checkpointTail;
+          // Refused meanwhile (a leader stepping down): the log is replication's now.
+          if (this.refusal) continue;
           const completed = registry.active;
           await registry.completeActiveAndStartNext();
           positions.writer = registry.active.startPosition;
