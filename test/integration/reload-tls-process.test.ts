@@ -3,8 +3,9 @@
  * while a client keeps appending over HTTPS:
  * - the endpoint answers 401 without ops/admin credentials;
  * - a failed reload (missing file by the endpoint: 400 with the reason; a key that does not match
- *   by SIGHUP) is logged as an error and changes nothing: the old certificate is still served to
- *   new connections, and the log level asked for in the same reload is not applied;
+ *   by SIGHUP and by the endpoint; a certificate of a CA the node does not trust) is logged as an
+ *   error and changes nothing: the old certificate is still served to new connections, and the
+ *   log level asked for in the same reload is not applied;
  * - a good reload (new CA replacing the old one in the trusted-roots folder, a certificate with
  *   another common name, a reserved node common name covering it) is served to the very next
  *   connection and shown by GET /info; a later reload by the endpoint works too;
@@ -29,6 +30,8 @@ const ca2 = createCa(join(dir.path, 'ca'), 'ca2', 'CA Two');
 const v1 = issueNodeCertificate(join(dir.path, 'issued'), 'v1', ca1, 'eventdb-node');
 const v2 = issueNodeCertificate(join(dir.path, 'issued'), 'v2', ca2, 'node-v2.cluster.test');
 const v3 = issueNodeCertificate(join(dir.path, 'issued'), 'v3', ca2, 'node-v3.cluster.test');
+const ca3 = createCa(join(dir.path, 'ca'), 'ca3', 'CA Three (never trusted)');
+const foreign = issueNodeCertificate(join(dir.path, 'issued'), 'foreign', ca3, 'eventdb-node');
 const live = join(dir.path, 'live');
 const roots = join(dir.path, 'roots');
 mkdirSync(live);
@@ -163,6 +166,22 @@ describe('certificate reload without a restart', () => {
       const still = await get('/info');
       expect(still.fingerprint).toBe(fingerprintOf(v1.certPem));
       expect(still.json().certificate.fingerprintSha256).toBe(fingerprintOf(v1.certPem));
+      // The same by the endpoint: 400 naming the files.
+      mark = node.output.length;
+      const mismatched = await reload(basic('admin', 'changeit'));
+      expect(mismatched.status).toBe(400);
+      expect(mismatched.text).toMatch(/^Configuration reload failed \(certificates refused\); nothing changed: the private key in /);
+      expect(mismatched.text).toContain(`${keyFile} (--certificate-private-key-file) does not match the certificate`);
+      expect(mismatched.text).toContain(`in ${certFile} (--certificate-file)`);
+      expect(await waitForLine(node, mark, /^configuration reload failed, nothing changed: the private key/)).toMatchObject({ level: 50 });
+      // A certificate not valid for this node (its CA is not among the trusted roots): refused too.
+      copyFileSync(foreign.certPath, certFile);
+      copyFileSync(foreign.keyPath, keyFile);
+      const untrusted = await reload(basic('admin', 'changeit'));
+      expect(untrusted.status).toBe(400);
+      expect(untrusted.text).toContain("partial chain: no trusted root issued 'CN=eventdb-node'");
+      expect((await get('/info')).fingerprint).toBe(fingerprintOf(v1.certPem));
+      copyFileSync(v2.certPath, certFile);
 
       // The good reload by SIGHUP: new CA instead of the old one, a new common name covered by a
       // reserved node common name; the next connection gets the new certificate.
