@@ -154,6 +154,24 @@ describe('rolling certificate renewal on a 3-node cluster over TLS', () => {
       }
       expect((await linksOf(leader)).some((l) => l.direction === 'incoming')).toBe(true);
 
+      // Gossip and election messages are taken only from nodes of this cluster: a client without
+      // a certificate, or with one of the trusted CA but another common name, gets 401 and
+      // changes nothing (a ViewChange of a far view would otherwise start an election).
+      const intruder = issueNodeCertificate(join(dir.path, 'issued'), 'intruder', ca1, 'intruder', { ipAddresses: ['127.0.0.1'] });
+      const viewChange = JSON.stringify({ type: 'ViewChange', from: '00000000-0000-0000-0000-0000000000aa', view: 100_000 });
+      for (const clientCertificate of [undefined, { cert: intruder.certPem, key: intruder.keyPem }]) {
+        for (const [path, body] of [['/gossip', JSON.stringify({ members: [] })], ['/elections', viewChange]] as const) {
+          const refused = await httpsRequest(`${leader.baseUrl}${path}`, {
+            ca: TRUST, method: 'POST', auth: false, headers: { 'content-type': 'application/json' }, body,
+            ...(clientCertificate === undefined ? {} : { clientCertificate }),
+          });
+          expect(refused.status, `${path} ${clientCertificate === undefined ? 'without' : 'with a foreign'} certificate`).toBe(401);
+          expect(refused.text).toMatch(clientCertificate === undefined ? /^Not a node of this cluster: the peer presented no certificate/ : /^Not a node of this cluster: .*common name 'intruder'/);
+        }
+      }
+      await new Promise((r) => setTimeout(r, 2_000));
+      for (const m of members) expect(m.process!.output.filter((l) => l.includes('"view":100000'))).toEqual([]);
+
       // A writer appends to the leader all along; a write that fails is retried as a new event.
       const stream = 'tls-cluster-writes';
       writer = (async () => {

@@ -24,6 +24,8 @@ export interface HttpsOptions {
   /** Trusted CA certificates (PEM). */
   readonly ca: string | readonly string[];
   readonly timeoutMs?: number;
+  /** A client certificate and its key (PEM) to present; default none. */
+  readonly clientCertificate?: { readonly cert: string; readonly key: string };
 }
 
 export function httpsRequest(url: string, options: HttpsOptions): Promise<HttpsResponse> {
@@ -37,6 +39,7 @@ export function httpsRequest(url: string, options: HttpsOptions): Promise<HttpsR
         headers,
         ca: typeof options.ca === 'string' ? options.ca : [...options.ca],
         agent: false,
+        ...(options.clientCertificate === undefined ? {} : { cert: options.clientCertificate.cert, key: options.clientCertificate.key }),
         timeout: options.timeoutMs ?? 10_000,
       },
       (res) => {
