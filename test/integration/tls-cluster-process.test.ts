@@ -172,13 +172,16 @@ describe('rolling certificate renewal on a 3-node cluster over TLS', () => {
       await new Promise((r) => setTimeout(r, 2_000));
       for (const m of members) expect(m.process!.output.filter((l) => l.includes('"view":100000'))).toEqual([]);
 
-      // A writer appends to the leader all along; a write that fails is retried as a new event.
+      // A writer appends all along, every other write through a follower (forwarded to the leader
+      // over the replication link, which the reset interval re-establishes again and again); a
+      // write that fails is retried as a new event.
       const stream = 'tls-cluster-writes';
       writer = (async () => {
         for (let i = 0; !stopWriting && i < 100_000; i++) {
           const event = newEvent('tick', { i });
+          const target = i % 2 === 0 ? leader : (members.find((m) => m !== leader) ?? leader);
           try {
-            const res: HttpsResponse = await httpsRequest(`${leader.baseUrl}/streams/${stream}`, {
+            const res: HttpsResponse = await httpsRequest(`${target.baseUrl}/streams/${stream}`, {
               ca: TRUST,
               method: 'POST',
               headers: { 'content-type': 'application/vnd.eventstore.events+json' },
@@ -189,11 +192,11 @@ describe('rolling certificate renewal on a 3-node cluster over TLS', () => {
               acknowledged.push(event.eventId);
               ackTimes.push(Date.now());
             } else {
-              failures.push({ atMs: Date.now(), error: `HTTP ${res.status} ${res.text.slice(0, 200)}` });
+              failures.push({ atMs: Date.now(), error: `${target.name}: HTTP ${res.status} ${res.text.slice(0, 200)}` });
               leader = (await leaderOf().catch(() => undefined)) ?? leader;
             }
           } catch (err: unknown) {
-            failures.push({ atMs: Date.now(), error: err instanceof Error ? err.message : String(err) });
+            failures.push({ atMs: Date.now(), error: `${target.name}: ${err instanceof Error ? err.message : String(err)}` });
             leader = (await leaderOf().catch(() => undefined)) ?? leader;
           }
           await new Promise((r) => setTimeout(r, 20));
@@ -209,6 +212,20 @@ describe('rolling certificate renewal on a 3-node cluster over TLS', () => {
           return page.status === 200 && (page.json().entries as unknown[]).length === 20 ? true : undefined;
         }, 30_000);
       }
+      // A write through a follower is forwarded to the leader over the TLS replication link; with
+      // ES-RequireLeader the follower redirects to the leader's https address instead.
+      const viaFollower = newEvent('tick', { via: 'follower' });
+      const forwarded = await httpsRequest(`${followers[0]!.baseUrl}/streams/${stream}`, {
+        ca: TRUST, method: 'POST', headers: { 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify([viaFollower]),
+      });
+      expect(forwarded.status, forwarded.text).toBe(201);
+      acknowledged.push(viaFollower.eventId);
+      const redirected = await httpsRequest(`${followers[1]!.baseUrl}/streams/${stream}`, {
+        ca: TRUST, method: 'POST', headers: { 'content-type': 'application/vnd.eventstore.events+json', 'es-requireleader': 'True' },
+        body: JSON.stringify([newEvent('tick', { via: 'redirect' })]),
+      });
+      expect(redirected.status, redirected.text).toBe(307);
+      expect(redirected.headers.location).toBe(`${leader.baseUrl}/streams/${stream}`);
 
       // Renewal: new certificate (new CA, other common name) and the new CA instead of the old one.
       members.forEach((m, i) => {
@@ -292,7 +309,7 @@ describe('rolling certificate renewal on a 3-node cluster over TLS', () => {
       // Report what the writer saw (a renewal may cost a few writes while links switch over).
       process.stderr.write(
         `tls-cluster: ${acknowledged.length} writes acknowledged, ${failures.length} failed` +
-          `${failures.length === 0 ? '' : `: ${failures.slice(0, 3).map((f) => `${f.atMs - renewedAt} ms after renewal: ${f.error}`).join('; ')}`}\n`,
+          `${failures.length === 0 ? '' : `: ${failures.slice(0, 8).map((f) => `${f.atMs - renewedAt} ms after renewal: ${f.error}`).join('; ')}`}\n`,
       );
       for (const m of members) {
         const count = (text: string): number => (m.process?.output ?? []).filter((l) => l.includes(text)).length;

@@ -2,6 +2,7 @@
  * HTTPS requests for TLS tests: each on a fresh connection (no pooling, no session reuse), trusting
  * the given CA certificates, reporting the certificate the server presented.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 
@@ -9,6 +10,7 @@ import { ADMIN_AUTHORIZATION } from './credentials.js';
 
 export interface HttpsResponse {
   readonly status: number;
+  readonly headers: IncomingHttpHeaders;
   readonly text: string;
   /** SHA-256 fingerprint of the server's certificate on this connection. */
   readonly fingerprint: string;
@@ -48,7 +50,7 @@ export function httpsRequest(url: string, options: HttpsOptions): Promise<HttpsR
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, text, fingerprint, json: () => JSON.parse(text) });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, fingerprint, json: () => JSON.parse(text) });
         });
         res.on('error', reject);
       },

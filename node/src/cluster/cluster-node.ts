@@ -68,8 +68,11 @@ export interface AdvertisedEndpoints {
 export interface PeerTransport {
   /** The replication listener; `onSocket` gets only connections of authenticated peers. */
   createServer(onSocket: (socket: net.Socket) => void): net.Server;
-  /** A connection to a leader's replication listener (a TLS socket is used once 'secureConnect'). */
-  connect(host: string, port: number): net.Socket;
+  /**
+   * A connection to a leader's replication listener (a TLS socket is used once 'secureConnect').
+   * `onExpire`: the transport wants the link re-established (TLS connection-reset interval).
+   */
+  connect(host: string, port: number, onExpire: () => void): net.Socket;
 }
 
 export interface ClusterNodeDeps {
@@ -556,6 +559,11 @@ export class ClusterNode implements WriteRouter {
       return;
     }
     this.log.info({ leader: this.leaderId, end }, 'replication from the leader ended');
+    if (end.kind === 'reset') {
+      // Planned (connection-reset interval): not a failure; reconnect with the certificates in force.
+      if (FOLLOWING.has(this.state)) this.connectToLeader();
+      return;
+    }
     if (end.kind === 'refused') {
       this.leaderLost(`the leader refused: ${end.reason}`);
       return;
@@ -597,7 +605,11 @@ export class ClusterNode implements WriteRouter {
     if (this.state === 'Leader') return withTimeout(writeLocally(this.deps.host.engine, op), limitMs);
     const replica = this.replica;
     if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) throw notReady();
-    const answer = await withTimeout(replica.forward(toForward(op)), limitMs);
+    const answer = await withTimeout(replica.forward(toForward(op)), limitMs).catch((err: unknown) => {
+      if (err instanceof EventDbError) throw err;
+      // The link dropped before the leader answered: the write may or may not have been done.
+      throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
+    });
     if (answer.error) throw new EventDbError(answer.error.code as never, answer.error.message, { httpStatus: answer.error.httpStatus });
     return answer.result as AppendResult;
   }

@@ -97,7 +97,8 @@ export interface TlsState {
   attachServer(server: tls.Server): void;
   createPeerServer(onPeer: (socket: tls.TLSSocket, peer: Extract<PeerVerdict, { ok: true }>) => void): tls.Server;
   clientConnectOptions(host: string): tls.ConnectionOptions;
-  connectPeer(target: { readonly host: string; readonly port: number }): tls.TLSSocket;
+  /** `onExpire`: called instead of ending the socket once the reset interval has passed (the owner ends it). */
+  connectPeer(target: { readonly host: string; readonly port: number }, onExpire?: () => void): tls.TLSSocket;
   createPeerAgent(options?: https.AgentOptions): https.Agent;
   /** Whether a peer (a certificate, or the TLS socket it came on) is a node of this cluster. */
   verifyPeer(peer: X509Certificate | tls.TLSSocket): PeerVerdict;
@@ -109,7 +110,7 @@ export interface TlsState {
   /** The replication transport of the cluster (cluster-node.ts PeerTransport): createPeerServer and connectPeer. */
   peerTransport(): {
     createServer(onSocket: (socket: tls.TLSSocket) => void): tls.Server;
-    connect(host: string, port: number): tls.TLSSocket;
+    connect(host: string, port: number, onExpire: () => void): tls.TLSSocket;
   };
   /** Registers a node-to-node connection: listed by links(), ended after the reset interval. */
   trackLink(socket: tls.TLSSocket, direction: NodeLink['direction'], onExpire?: () => void): void;
@@ -126,8 +127,14 @@ export interface TlsStateOptions {
   readonly nowMs?: () => number;
 }
 
-/** Links are reset between (1 - RESET_JITTER) and 1 times the connection-reset interval after they were opened. */
-const RESET_JITTER = 0.2;
+/**
+ * When links are reset, as fractions of the connection-reset interval after they were opened:
+ * the connecting side between 0.7 and 0.9 (spread, so that links opened together are not all
+ * re-established at once), the accepting side only as a backstop between 0.95 and 1. So the
+ * connecting side, which knows what is in flight on the link (writes forwarded to the leader),
+ * normally ends it, and every link is gone by the end of the interval all the same.
+ */
+const RESET_WINDOW = { outgoing: [0.7, 0.9], incoming: [0.95, 1] } as const;
 
 /** How long an expired link may take to close after `end()` before it is destroyed. */
 const LINK_CLOSE_GRACE_MS = 5_000;
@@ -305,9 +312,8 @@ export function createTlsState(options: TlsStateOptions): TlsState {
         peerCommonName: peer === undefined ? '' : (commonNameOf(peer) ?? ''),
         establishedAt: new Date(nowMs()).toISOString(),
       },
-      // At most the interval, and spread over its last fifth, so that links opened together (a
-      // leader's replicas after an election) are not all re-established at the same moment.
-      timer: setTimeout(expire, resetMs * (1 - RESET_JITTER * Math.random())).unref(),
+      // At most the interval (RESET_WINDOW).
+      timer: setTimeout(expire, resetMs * (RESET_WINDOW[direction][0] + (RESET_WINDOW[direction][1] - RESET_WINDOW[direction][0]) * Math.random())).unref(),
       expired: false,
     };
     links.set(socket, record);
@@ -330,9 +336,9 @@ export function createTlsState(options: TlsStateOptions): TlsState {
     },
   });
 
-  const connectPeer = (target: { readonly host: string; readonly port: number }): tls.TLSSocket => {
+  const connectPeer = (target: { readonly host: string; readonly port: number }, onExpire?: () => void): tls.TLSSocket => {
     const socket = tls.connect({ ...clientConnectOptions(target.host), port: target.port });
-    socket.once('secureConnect', () => trackLink(socket, 'outgoing'));
+    socket.once('secureConnect', () => trackLink(socket, 'outgoing', onExpire));
     onConnectFailure(socket, `${target.host}:${target.port}`);
     return socket;
   };
@@ -397,7 +403,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
     verifyConnection,
     peerTransport: () => ({
       createServer: (onSocket) => state.createPeerServer((socket) => onSocket(socket)),
-      connect: (host, port) => connectPeer({ host, port }),
+      connect: (host, port, onExpire) => connectPeer({ host, port }, onExpire),
     }),
     trackLink,
     links: () => [...links.values()].map((record) => record.info),
