@@ -21,8 +21,10 @@ export const LAUNCHER = import.meta.dirname.includes(`${sep}dist${sep}`)
   : resolve(import.meta.dirname, '../../node/bin/eventdb');
 
 /** Spawns the launcher with `args`, under this process's Node. */
-export function spawnLauncher(args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  return spawn('/bin/sh', [LAUNCHER, ...args], { ...options, env: { ...(options.env ?? process.env), NODE: process.execPath } });
+/** Spawns the launcher with `args`; `prefix` runs it through another command (`ip netns exec NS`). */
+export function spawnLauncher(args: readonly string[], options: SpawnOptions = {}, prefix: readonly string[] = []): ChildProcess {
+  const command = [...prefix, '/bin/sh', LAUNCHER, ...args];
+  return spawn(command[0]!, command.slice(1), { ...options, env: { ...(options.env ?? process.env), NODE: process.execPath } });
 }
 
 export interface NodeProcess {
@@ -80,6 +82,8 @@ export async function startNode(
     insecure?: boolean;
     /** A fixed port (default: a free one). */
     port?: number;
+    /** Words before the node command (e.g. `ip netns exec <ns>`). */
+    prefix?: readonly string[];
   } = {},
 ): Promise<NodeProcess> {
   if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`make build\` first`);
@@ -94,7 +98,7 @@ export async function startNode(
   const child = spawnLauncher(args, {
     env: { ...process.env, ...options.env },
     stdio: 'pipe',
-  });
+  }, options.prefix);
   const output: string[] = [];
   const exit = new Promise<number | null>((resolveExit) =>
     child.on('exit', (code) => resolveExit(code)),
