@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'EDB_WRITE_TIMEOUT'
   | 'EDB_READ_ONLY_REPLICA'
   | 'EDB_SCAVENGE_RUNNING'
+  | 'EDB_CERTIFICATE_INVALID'
   | 'EDB_INVARIANT';
 
 export class EventDbError extends Error {

@@ -7,7 +7,10 @@
  * - SIGTERM, SIGINT and POST /admin/shutdown shut down gracefully (stop accepting requests,
  *   close the engine so everything is flushed, exit 0);
  * - a fatal condition reported by the engine is logged synchronously and exits 1;
- * - SIGHUP re-reads the configuration and applies what can change live (reload/reload.ts).
+ * - SIGHUP and POST /admin/reloadconfig re-read the configuration and apply what can change live
+ *   (reload/reload.ts), the certificates included (tls/reload-step.ts);
+ * - TLS is the default: without --insecure the node needs its certificate, key and trusted roots,
+ *   and refuses to start (exit 2) when they are missing or not valid (tls/material.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,7 +31,11 @@ import { createRootLogger, type RootLogger } from './logging.js';
 import { advertisedEndpoints, createClusterMember, isClusterMember, type ClusterMember } from './cluster/cluster-setup.js';
 import type { AdvertisedEndpoints } from './cluster/cluster-node.js';
 import type { NodeState } from './cluster/member-info.js';
-import { createReloader, reloadOnSignal } from './reload/reload.js';
+import { createReloader, reloadOnSignal, type Reloader } from './reload/reload.js';
+import { distinguishedName } from './tls/certificate.js';
+import { loadTlsMaterial, missingTlsOptions, missingTlsOptionsMessage, TlsMaterialError, type TlsMaterial } from './tls/material.js';
+import { advertisedHostOf, createTlsReloadStep, TLS_LIVE_OPTIONS, tlsSourcesOf } from './tls/reload-step.js';
+import { createTlsState, type TlsState } from './tls/tls-state.js';
 import { openEventDb } from './storage/event-db.js';
 import { createProjectionsSubsystem, type ProjectionsSubsystem } from './projections/projections-subsystem.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
@@ -52,6 +59,27 @@ function loadConfigOrExit(): LoadedConfig {
   } catch (err: unknown) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+}
+
+/**
+ * The node's certificates, read and checked before anything starts; undefined with --insecure.
+ * Missing options or refused material are configuration errors: the message, exit 2.
+ */
+function loadTlsOrExit(config: NodeConfig): TlsMaterial | undefined {
+  if (config.insecure) return undefined;
+  const sources = tlsSourcesOf(config);
+  const missing = missingTlsOptions(sources);
+  if (missing.length > 0) {
+    process.stderr.write(`${missingTlsOptionsMessage(missing)}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  try {
+    return loadTlsMaterial(sources, { advertisedHost: advertisedHostOf(config) });
+  } catch (err: unknown) {
+    if (!(err instanceof TlsMaterialError)) throw err;
+    process.stderr.write(`certificates refused: ${err.message}\n`);
     process.exit(EXIT_CONFIG);
   }
 }
@@ -84,15 +112,27 @@ function engineOptions(config: NodeConfig): EventDbOptions {
   };
 }
 
-function logStartup(root: RootLogger, loaded: LoadedConfig): void {
+function logStartup(root: RootLogger, loaded: LoadedConfig, tls: TlsMaterial | undefined): void {
   const { log } = root;
   log.info({ modifiedOptions: describeModifiedOptions(loaded) }, 'configuration loaded');
   for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
-  if (!loaded.config.insecure) {
-    log.warn('TLS is not implemented yet: serving plain HTTP as if --insecure were given');
-  } else {
-    log.info('running insecure: plain HTTP, no TLS');
+  if (tls === undefined) {
+    log.warn(
+      'running insecure (--insecure): plain HTTP without TLS; traffic is not encrypted and nodes do not authenticate each other by certificate',
+    );
+    return;
   }
+  log.info(
+    {
+      fingerprintSha256: tls.leaf.fingerprint256,
+      subject: distinguishedName(tls.leaf.subject),
+      notAfter: new Date(Date.parse(tls.leaf.validTo)).toISOString(),
+      reservedNodeCommonName: tls.reservedNodeCommonName,
+      trustedRoots: tls.roots.map((root) => root.certificate.fingerprint256),
+    },
+    'TLS: serving the node certificate',
+  );
+  for (const warning of tls.warnings) log.warn({ warning }, 'certificate warning');
 }
 
 /** `--help` and `--version` print and exit 0 before any option is loaded or any file touched. */
@@ -107,6 +147,7 @@ async function main(): Promise<void> {
   answerHelpOrVersion();
   const loaded = loadConfigOrExit();
   const { config } = loaded;
+  const material = loadTlsOrExit(config);
   const root = createRootLogger({ level: config.logLevel });
   const { log } = root;
   const exitFatal = (err: unknown, message: string): never => {
@@ -116,11 +157,16 @@ async function main(): Promise<void> {
   };
   process.on('uncaughtException', (err) => exitFatal(err, 'uncaught exception'));
   process.on('unhandledRejection', (err) => exitFatal(err, 'unhandled promise rejection'));
-  logStartup(root, loaded);
+  logStartup(root, loaded, material);
+  const tls =
+    material === undefined
+      ? undefined
+      : createTlsState({ material, connectionResetIntervalMs: config.connectionResetIntervalSec * 1000, log: log.child({ component: 'tls' }) });
   const reloader = createReloader({ load: loadConfigFromProcess, initial: config, log });
+  if (tls !== undefined) reloader.addStep('certificates', createTlsReloadStep(tls), { liveOptions: TLS_LIVE_OPTIONS });
   reloadOnSignal(reloader, log);
   try {
-    await startNode(root, loaded, exitFatal);
+    await startNode(root, loaded, exitFatal, { reloader, ...(tls === undefined ? {} : { tls }) });
   } catch (err: unknown) {
     // A refusal with a stable code (a locked directory, a port in use...) is the user's to act
     // on: its message, without a stack. Anything else is a bug or a fault: the whole error.
@@ -139,6 +185,7 @@ async function startNode(
   root: RootLogger,
   loaded: LoadedConfig,
   exitFatal: ExitFatal,
+  live: { readonly reloader: Reloader; readonly tls?: TlsState },
 ): Promise<void> {
   const { config } = loaded;
   const { log } = root;
@@ -150,6 +197,8 @@ async function startNode(
     ? await createClusterMember({
       config, engineOptions: engineOptions(config), engineDeps, instanceId: randomUUID(), version, log,
       onStateChange: (state, previous) => onStateChange(state, previous),
+      // With TLS, gossip, elections and replication authenticate both ends by certificate.
+      ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
     })
     : undefined;
   const db = member?.db ?? (await openEventDb(engineOptions(config), engineDeps));
@@ -224,7 +273,9 @@ async function startNode(
     requestShutdown,
     scavenges,
     subscriptions,
-    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica) }),
+    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica, live.tls === undefined ? 'http' : 'https') }),
+    reload: () => live.reloader.reload(),
+    ...(live.tls === undefined ? {} : { tls: live.tls }),
     ...(projections === undefined ? {} : { projections }),
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
@@ -257,7 +308,7 @@ async function startNode(
 }
 
 /** What the HTTP API needs of a cluster member. */
-function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
+function clusterApi(member: ClusterMember, readOnlyReplica: boolean, scheme: 'http' | 'https') {
   const { node } = member;
   return {
     membership: node,
@@ -269,7 +320,7 @@ function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
       leaderUrl(): string | null | undefined {
         if (node.isLeader) return undefined;
         const leader = node.leaderInfo();
-        return leader === undefined ? null : `http://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
+        return leader === undefined ? null : `${scheme}://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
       },
     },
   };

@@ -290,6 +290,7 @@ function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
 function startNode(dir: string, port: number): ChildProcess {
   const log = openSync(join(dir, 'node.log'), 'a');
   const args = [
+    '--insecure',
     '--db',
     join(dir, 'db'),
     '--index',

@@ -18,6 +18,8 @@ export type WorkloadSpec =
   | ({ readonly kind: 'http-append' } & AppendSpec & {
         readonly origin: string;
         readonly authorization: string;
+        /** For an https origin: the CA certificates (PEM) to trust. */
+        readonly ca?: string;
       })
   | ({ readonly kind: 'http-read' } & ReadSpec & {
         readonly origin: string;
@@ -120,7 +122,11 @@ function appendBodyBuilder(payloadBytes: number, eventsPerRequest: number): () =
 async function httpAppend(
   spec: Extract<WorkloadSpec, { kind: 'http-append' }>,
 ): Promise<WorkloadResult> {
-  const pool = new Pool(spec.origin, { connections: spec.connections, pipelining: 1 });
+  const pool = new Pool(spec.origin, {
+    connections: spec.connections,
+    pipelining: 1,
+    ...(spec.ca === undefined ? {} : { connect: { ca: spec.ca } }),
+  });
   const lengths: Record<string, number> = {};
   const headers = {
     authorization: spec.authorization,

@@ -23,6 +23,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'disk', module: './disk-baseline.js' },
   { name: 'engine', module: './engine-bench.js', optional: true },
   { name: 'http', module: './http-bench.js' },
+  { name: 'https', module: './https-bench.js' },
   { name: 'scavenge', module: './scavenge-bench.js' },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
   { name: 'projections', module: './projections-bench.js' },

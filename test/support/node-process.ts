@@ -74,13 +74,23 @@ export function runNode(
 }
 
 export async function startNode(
-  options: { args?: string[]; memDb?: boolean; env?: Record<string, string>; prefix?: readonly string[] } = {},
+  options: {
+    args?: string[];
+    memDb?: boolean;
+    env?: Record<string, string>;
+    /** Default true: plain HTTP. false: the node serves TLS, `args` must name its certificates. */
+    insecure?: boolean;
+    /** A fixed port (default: a free one). */
+    port?: number;
+    /** Words before the node command (e.g. `ip netns exec <ns>`). */
+    prefix?: readonly string[];
+  } = {},
 ): Promise<NodeProcess> {
   if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`make build\` first`);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const args = [
     ...(options.memDb === false ? [] : ['--mem-db']),
-    '--insecure',
+    ...(options.insecure === false ? [] : ['--insecure']),
     '--http-port',
     String(port),
     ...(options.args ?? []),
@@ -123,7 +133,7 @@ export async function startNode(
   const listeningPort = Number(listening.port);
   const host = listening.hostname === '0.0.0.0' ? '127.0.0.1' : listening.hostname;
   return {
-    baseUrl: `http://${host}:${listeningPort}`,
+    baseUrl: `${listening.protocol}//${host}:${listeningPort}`,
     port: listeningPort,
     child,
     output,

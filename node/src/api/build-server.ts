@@ -4,6 +4,7 @@
  * use zod; errors are mapped in one handler (error-handler.ts); unknown routes answer an empty
  * 404 as EventStoreDB does. Every response carries EventStoreDB's CORS headers.
  */
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -18,6 +19,7 @@ import { registerLeaderRouting, type LeaderRouting } from './leader-routing.js';
 import { registerLeaderForwarding } from './leader-forwarding.js';
 import { registerInfoRoutes } from './routes/info.js';
 import { registerPersistentSubscriptionRoutes } from './routes/persistent-subscriptions.js';
+import { registerReloadConfigRoutes } from './routes/reload-config.js';
 import { registerScavengeRoutes } from './routes/scavenge.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import type { StatsTree } from './routes/stats-sampler.js';
@@ -25,6 +27,8 @@ import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
+import type { ReloadOutcome } from '../reload/reload.js';
+import type { TlsState } from '../tls/tls-state.js';
 import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
 import { registerProjectionsRoutes } from './routes/projections.js';
 import type { Security } from './security/security.js';
@@ -52,6 +56,10 @@ export interface BuildServerDeps {
     /** The replication group of /stats. */
     replicationStats(): StatsTree;
   };
+  /** TLS: the server is https with this state's certificates (absent: plain HTTP, --insecure). */
+  readonly tls?: TlsState;
+  /** Configuration reload (POST /admin/reloadconfig); that route is absent without it. */
+  readonly reload?: () => Promise<ReloadOutcome>;
   /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
   readonly projections?: ProjectionsSubsystem;
 }
@@ -75,7 +83,11 @@ const CORS_HEADERS = {
 const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
 
 export function buildServer(deps: BuildServerDeps): FastifyInstance {
+  // With TLS the server is https (an https.Server is a tls.Server under an http.Server's API);
+  // fastify types the instance by its server, which the routes do not depend on.
+  const https = deps.tls === undefined ? {} : { https: deps.tls.httpsServerOptions() };
   const app = Fastify({
+    ...(https as object),
     loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLoggerFactory,
@@ -84,7 +96,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     // Stream names may be up to 4096 bytes, percent-encoded in the path.
     routerOptions: { maxParamLength: 16_384 },
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
-  });
+  }) as unknown as FastifyInstance;
+  if (deps.tls !== undefined) deps.tls.attachServer(app.server as unknown as TlsServer);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
@@ -126,16 +139,21 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   });
   const { db, security, log, version } = deps;
   registerUserRoutes(app, { security });
-  const { cluster } = deps;
+  const { cluster, tls } = deps;
   const nodeState = cluster === undefined ? {} : { nodeState: () => cluster.nodeState() };
   registerInfoRoutes(app, {
-    security,
-    loaded: deps.loaded,
-    version,
-    ...nodeState,
+    security, loaded: deps.loaded, version, ...nodeState,
     features: { projections: deps.projections !== undefined, userManagement: true, atomPub: true },
+    ...(tls === undefined ? {} : { certificate: () => tls.describe() }),
   });
-  registerClusterRoutes(app, { db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }) });
+  if (deps.reload !== undefined) {
+    const certificateFingerprint = () => tls?.material().leaf.fingerprint256;
+    registerReloadConfigRoutes(app, { security, log, reload: deps.reload, certificateFingerprint });
+  }
+  registerClusterRoutes(app, {
+    db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }),
+    ...(tls === undefined ? {} : { authenticatePeer: (req) => tls.verifyConnection(req.raw.socket as TLSSocket) }),
+  });
   registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown, ...(cluster === undefined ? {} : { node: cluster.node }) });
   registerStatsRoutes(app, {
     security, db, ...(config.memDb ? {} : { dataPath: config.db }),

@@ -64,6 +64,17 @@ export interface AdvertisedEndpoints {
   readonly replicationPort: number;
 }
 
+/** How replication connections are made: plain TCP by default; TLS (TlsState) with certificates. */
+export interface PeerTransport {
+  /** The replication listener; `onSocket` gets only connections of authenticated peers. */
+  createServer(onSocket: (socket: net.Socket) => void): net.Server;
+  /**
+   * A connection to a leader's replication listener (a TLS socket is used once 'secureConnect').
+   * `onExpire`: the transport wants the link re-established (TLS connection-reset interval).
+   */
+  connect(host: string, port: number, onExpire: () => void): net.Socket;
+}
+
 export interface ClusterNodeDeps {
   readonly log: Logger;
   readonly instanceId: string;
@@ -71,6 +82,8 @@ export interface ClusterNodeDeps {
   readonly settings: ClusterSettings;
   readonly host: StorageHost;
   readonly peers: PeerClient;
+  /** Replication connections; default plain TCP. */
+  readonly transport?: PeerTransport;
   readonly nowMs?: () => number;
   /** The node state changed (leader-only services start and stop with it). */
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
@@ -134,7 +147,8 @@ export class ClusterNode implements WriteRouter {
 
   /** Binds the replication listener; resolves with its address. */
   async listenReplication(ip: string, port: number): Promise<net.AddressInfo> {
-    const server = net.createServer((socket) => this.sessions.attach(socket));
+    const attach = (socket: net.Socket): void => this.sessions.attach(socket);
+    const server = this.deps.transport?.createServer(attach) ?? net.createServer(attach);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -557,6 +571,7 @@ export class ClusterNode implements WriteRouter {
     const session = new ReplicaSession({
       log: this.log.child({ component: 'cluster.replica' }),
       host: leader.internalTcpIp, port: leader.internalTcpPort,
+      ...(this.deps.transport === undefined ? {} : { connect: this.deps.transport.connect }),
       instanceId: this.deps.instanceId, leaderInstanceId: leader.instanceId,
       isReadOnlyReplica: this.deps.settings.readOnlyReplica, chunkSizeBytes: this.deps.settings.chunkSizeBytes,
       storage, tempDirectory: engine.chunkTempDirectory,
@@ -587,6 +602,11 @@ export class ClusterNode implements WriteRouter {
       return;
     }
     this.log.info({ leader: this.leaderId, end }, 'replication from the leader ended');
+    if (end.kind === 'reset') {
+      // Planned (connection-reset interval): not a failure; reconnect with the certificates in force.
+      if (FOLLOWING.has(this.state)) this.connectToLeader();
+      return;
+    }
     if (end.kind === 'refused') {
       this.leaderLost(`the leader refused: ${end.reason}`);
       return;
@@ -628,7 +648,11 @@ export class ClusterNode implements WriteRouter {
     if (this.state === 'Leader') return withTimeout(writeLocally(this.deps.host.engine, op), limitMs);
     const replica = this.replica;
     if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) throw notReady();
-    const answer = await withTimeout(replica.forward(toForward(op)), limitMs);
+    const answer = await withTimeout(replica.forward(toForward(op)), limitMs).catch((err: unknown) => {
+      if (err instanceof EventDbError) throw err;
+      // The link dropped before the leader answered: the write may or may not have been done.
+      throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
+    });
     if (answer.error) throw new EventDbError(answer.error.code as never, answer.error.message, { httpStatus: answer.error.httpStatus });
     return answer.result as AppendResult;
   }

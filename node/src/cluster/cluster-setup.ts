@@ -10,7 +10,7 @@ import { openEngine, type EventDbDeps } from '../storage/event-db.js';
 import type { EventDbOptions } from '../storage/event-db-types.js';
 import { ClusterEventDb, StorageHost, notReady } from './cluster-db.js';
 import type { AppendResult } from '../storage/event-db-types.js';
-import { ClusterNode, type AdvertisedEndpoints, type ClusterSettings } from './cluster-node.js';
+import { ClusterNode, type AdvertisedEndpoints, type ClusterSettings, type PeerTransport } from './cluster-node.js';
 import type { NodeState } from './member-info.js';
 import { PeerClient, type PeerClientOptions } from './transport/peer-client.js';
 
@@ -51,7 +51,9 @@ export async function createClusterMember(options: {
   readonly instanceId: string;
   readonly version: string;
   readonly log: Logger;
-  readonly peerTls?: PeerClientOptions['tls'];
+  /** With TLS: the agent for gossip and elections (PeerClientOptions) and the replication transport. */
+  readonly peerHttpsAgent?: PeerClientOptions['httpsAgent'];
+  readonly transport?: PeerTransport;
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
 }): Promise<ClusterMember> {
   const { config, log, instanceId } = options;
@@ -70,7 +72,8 @@ export async function createClusterMember(options: {
     version: options.version,
     settings: clusterSettings(config),
     host,
-    peers: new PeerClient(options.peerTls === undefined ? {} : { tls: options.peerTls }),
+    peers: new PeerClient(options.peerHttpsAgent === undefined ? {} : { httpsAgent: options.peerHttpsAgent }),
+    ...(options.transport === undefined ? {} : { transport: options.transport }),
     ...(options.onStateChange === undefined ? {} : { onStateChange: options.onStateChange }),
   });
   return { host, db: new ClusterEventDb(host, node), node };

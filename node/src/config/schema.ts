@@ -12,6 +12,7 @@ export type OptionKind = 'boolean' | 'integer' | 'string';
 
 export type OptionGroup =
   | 'Application'
+  | 'Certificate'
   | 'Cluster'
   | 'Database'
   | 'Interface'
@@ -106,10 +107,40 @@ export const NODE_OPTIONS = {
   insecure: booleanOption(
     'Application',
     false,
-    'Serve plain HTTP without TLS and without certificates. TLS is not implemented yet, ' +
-      'so the node ' +
-      'always behaves as if this were true and says so at startup.',
+    'Serve plain HTTP without TLS and without certificates (logged as a warning). Without it the ' +
+      'node needs --certificate-file, --certificate-private-key-file and --trusted-root-certificates-path.',
   ),
+  certificateFile: textOption(
+    'Certificate',
+    'Node certificate, PEM (intermediate CA certificates may follow it in the file) or DER. ' +
+      'Required unless --insecure; re-read on reload.',
+  ),
+  certificatePrivateKeyFile: textOption(
+    'Certificate',
+    'Private key of the node certificate, unencrypted PEM or DER (PKCS#8). Required unless --insecure; re-read on reload.',
+  ),
+  trustedRootCertificatesPath: textOption(
+    'Certificate',
+    'Folder of trusted root CA certificates (.crt, .cert, .cer, .pem, .der): every CA in it is ' +
+      'trusted, so an old and a new CA can be trusted side by side. Required unless --insecure; re-read on reload.',
+  ),
+  certificateReservedNodeCommonName: textOption(
+    'Certificate',
+    'Common name other nodes\' certificates must carry to be accepted as nodes of this cluster ' +
+      '(a wildcard such as *.cluster.test covers node-1.cluster.test). Empty: this node certificate\'s ' +
+      'common name. Applied on reload.',
+  ),
+  connectionResetIntervalSec: {
+    ...integerOption(
+      'Certificate',
+      600,
+      'Node-to-node connections are re-established after this long, in seconds, so that ' +
+        'certificates replaced by a reload reach every link (EventStoreDB: 10 minutes).',
+      1,
+      86_400,
+    ),
+    aliases: ['connectionResetInterval'],
+  },
   defaultAdminPassword: {
     ...stringOption(
       'Application',

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
+import { EventDbError } from '../errors.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { createReloader, describeChanges, diffConfig } from './reload.js';
 
@@ -44,8 +45,9 @@ describe('createReloader', () => {
 
     yaml = 'LogLevel: warn\nChunkSize: 16384';
     const first = await reloader.reload();
-    expect(first?.applied.map((c) => c.option)).toEqual(['logLevel']);
-    expect(first?.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
+    if (!first.ok) throw first.error;
+    expect(first.applied.map((c) => c.option)).toEqual(['logLevel']);
+    expect(first.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
     expect(log.level).toBe('warn');
     expect(reloader.current().logLevel).toBe('warn');
     expect(reloader.current().chunkSize).toBe(8192);
@@ -57,8 +59,9 @@ describe('createReloader', () => {
     log.level = 'info';
     records.length = 0;
     const second = await reloader.reload();
-    expect(second?.applied).toEqual([]);
-    expect(second?.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
+    if (!second.ok) throw second.error;
+    expect(second.applied).toEqual([]);
+    expect(second.needsRestart.map((c) => c.option)).toEqual(['chunkSize']);
   });
 
   it('keeps the running configuration when the sources became invalid', async () => {
@@ -66,7 +69,8 @@ describe('createReloader', () => {
     let yaml = 'LogLevel: info';
     const reloader = createReloader({ load: () => loaded(yaml), initial: loaded(yaml).config, log });
     yaml = 'LogLevel: loud\nNoSuchOption: 1';
-    expect(await reloader.reload()).toBeUndefined();
+    const outcome = await reloader.reload();
+    expect(outcome).toMatchObject({ ok: false, failedAt: 'config', error: { code: 'EDB_CONFIG_INVALID' } });
     expect(log.level).toBe('info');
     const failure = records.find((r) => String(r['msg']).startsWith('configuration reload failed'));
     expect(JSON.stringify(failure?.['issues'])).toMatch(/LogLevel[\s\S]*NoSuchOption|NoSuchOption[\s\S]*LogLevel/);
@@ -82,5 +86,57 @@ describe('createReloader', () => {
       log,
     });
     await expect(reloader.reload()).rejects.toThrow('disk gone');
+  });
+
+  it('is all or nothing: a step that refuses leaves the log level and every other step as they were', async () => {
+    const { log, records } = memoryLogger();
+    let yaml = 'LogLevel: info\nChunkSize: 8192';
+    const reloader = createReloader({ load: () => loaded(yaml), initial: loaded(yaml).config, log });
+    const committed: string[] = [];
+    let refuse = true;
+    reloader.addStep('first', () => () => void committed.push('first'));
+    reloader.addStep(
+      'certificates',
+      (l) => {
+        if (refuse) throw new EventDbError('EDB_CERTIFICATE_INVALID', 'certificate file /x does not exist', { httpStatus: 400 });
+        return () => void committed.push(`certificates ${l.config.chunkSize}`);
+      },
+      { liveOptions: ['chunkSize'] },
+    );
+    yaml = 'LogLevel: debug\nChunkSize: 16384';
+    const failed = await reloader.reload();
+    expect(failed).toMatchObject({ ok: false, failedAt: { step: 'certificates' }, error: { message: 'certificate file /x does not exist' } });
+    expect(log.level).toBe('info');
+    expect(reloader.current().chunkSize).toBe(8192);
+    expect(committed).toEqual([]);
+    expect(records.find((r) => r['level'] === 50)).toMatchObject({
+      step: 'certificates',
+      code: 'EDB_CERTIFICATE_INVALID',
+      msg: 'configuration reload failed, nothing changed: certificate file /x does not exist',
+    });
+
+    refuse = false;
+    const done = await reloader.reload();
+    if (!done.ok) throw done.error;
+    // a step's live options are applied, not reported as needing a restart
+    expect(done.applied.map((c) => c.option)).toEqual(['logLevel', 'chunkSize']);
+    expect(done.needsRestart).toEqual([]);
+    expect(log.level).toBe('debug');
+    expect(committed).toEqual(['first', 'certificates 16384']);
+  });
+
+  it('runs one reload at a time', async () => {
+    const { log } = memoryLogger();
+    const reloader = createReloader({ load: () => loaded(''), initial: loaded('').config, log });
+    const events: string[] = [];
+    let n = 0;
+    reloader.addStep('slow', async () => {
+      const id = ++n;
+      events.push(`start ${id}`);
+      await new Promise((r) => setTimeout(r, 30));
+      events.push(`end ${id}`);
+    });
+    await Promise.all([reloader.reload(), reloader.reload(), reloader.reload()]);
+    expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
   });
 });

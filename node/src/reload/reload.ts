@@ -1,12 +1,18 @@
 /**
- * Configuration reload (SIGHUP): the node re-reads its configuration sources (YAML file, SERVICE_*
- * environment, flags) through the same loader as at startup, applies the options that can change
- * while it runs (the log level), and says which other changed options need a restart. A reload
- * that finds an invalid configuration changes nothing and the node keeps running.
+ * Configuration reload (SIGHUP, POST /admin/reloadconfig): the node re-reads its configuration
+ * sources (YAML file, SERVICE_* environment, flags) through the same loader as at startup,
+ * applies the options that can change while it runs (the log level; the certificates, trusted
+ * roots and reserved node common name through the TLS step), and says which other changed options
+ * need a restart.
  *
- * Later reload steps (certificates) register with `addStep`; each runs after the options were
- * applied, with the newly loaded configuration.
+ * A reload is all or nothing. Steps (`addStep`) run in two phases: each first checks the newly
+ * loaded configuration and prepares what it would apply (the TLS step reads and verifies the new
+ * certificate files), and may refuse by throwing; only when the configuration is valid and every
+ * step has prepared are the live options applied and the steps' commits run. An invalid
+ * configuration or a refused step is logged as an error and changes nothing: the node keeps
+ * running as it was. Reloads never overlap; a second one waits for the first.
  */
+import { EventDbError } from '../errors.js';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
 import { yamlKey } from '../config/option-names.js';
 import { OPTION_NAMES, optionSpec, type NodeConfig, type OptionName } from '../config/schema.js';
@@ -45,15 +51,36 @@ export interface ReloadResult {
   readonly needsRestart: readonly OptionChange[];
 }
 
-export type ReloadStep = (loaded: LoadedConfig) => void | Promise<void>;
+export type ReloadOutcome =
+  | ({ readonly ok: true } & ReloadResult)
+  | {
+      readonly ok: false;
+      /** The configuration sources are invalid (`config`) or a step refused the new values. */
+      readonly failedAt: 'config' | { readonly step: string };
+      readonly error: EventDbError;
+    };
+
+/** Applies what a step prepared; runs only once every step has prepared. Must not fail. */
+export type ReloadCommit = () => void;
+
+/**
+ * Checks the newly loaded configuration and prepares what the step would apply; throws to refuse
+ * the reload (nothing changes). Returns the commit, or nothing when there is nothing to apply.
+ */
+export type ReloadStep = (loaded: LoadedConfig) => void | ReloadCommit | Promise<void | ReloadCommit>;
+
+export interface ReloadStepOptions {
+  /** Options this step applies live (besides LIVE_OPTIONS): not reported as needing a restart. */
+  readonly liveOptions?: readonly OptionName[];
+}
 
 export interface Reloader {
-  /** Re-reads and applies the configuration; resolves undefined when it was invalid (nothing changed). */
-  reload(): Promise<ReloadResult | undefined>;
+  /** Re-reads and applies the configuration, after any reload under way; all or nothing. */
+  reload(): Promise<ReloadOutcome>;
   /** The configuration in force: the startup one with the live options as last reloaded. */
   current(): NodeConfig;
-  /** Adds a step run on every successful reload, after the live options were applied. */
-  addStep(name: string, step: ReloadStep): void;
+  /** Adds a step run on every reload (see ReloadStep), in the order added. */
+  addStep(name: string, step: ReloadStep, options?: ReloadStepOptions): void;
 }
 
 export interface ReloaderOptions {
@@ -64,50 +91,77 @@ export interface ReloaderOptions {
   readonly log: Logger;
 }
 
+function asEventDbError(err: unknown): EventDbError {
+  if (err instanceof EventDbError) return err;
+  return new EventDbError('EDB_INVARIANT', err instanceof Error ? err.message : String(err), { cause: err });
+}
+
 export function createReloader(options: ReloaderOptions): Reloader {
   const { log } = options;
   let running: NodeConfig = options.initial;
-  const steps: Array<{ name: string; step: ReloadStep }> = [];
+  const steps: Array<{ name: string; step: ReloadStep; liveOptions: readonly OptionName[] }> = [];
+  let queue: Promise<unknown> = Promise.resolve();
 
   const apply = (change: OptionChange): void => {
     if (change.option === 'logLevel') log.level = String(change.to);
     running = { ...running, [change.option]: change.to };
   };
 
+  const reloadOnce = async (): Promise<ReloadOutcome> => {
+    let loaded: LoadedConfig;
+    try {
+      loaded = options.load();
+    } catch (err: unknown) {
+      if (!(err instanceof ConfigError)) throw err;
+      log.error({ issues: err.issues }, 'configuration reload failed: keeping the running configuration');
+      return { ok: false, failedAt: 'config', error: err };
+    }
+    const commits: ReloadCommit[] = [];
+    for (const { name, step } of steps) {
+      try {
+        const commit = await step(loaded);
+        if (commit !== undefined) commits.push(commit);
+      } catch (err: unknown) {
+        const error = asEventDbError(err);
+        log.error(
+          { step: name, code: error.code, ...(err instanceof EventDbError ? {} : { err }) },
+          `configuration reload failed, nothing changed: ${error.message}`,
+        );
+        return { ok: false, failedAt: { step: name }, error };
+      }
+    }
+    const live = new Set<OptionName>([...LIVE_OPTIONS, ...steps.flatMap((s) => s.liveOptions)]);
+    const changes = diffConfig(running, loaded.config);
+    const applied = changes.filter((c) => live.has(c.option));
+    const needsRestart = changes.filter((c) => !live.has(c.option));
+    applied.forEach(apply);
+    for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
+    for (const commit of commits) {
+      try {
+        commit();
+      } catch (err: unknown) {
+        log.error({ err }, 'a reload step failed to apply what it had prepared');
+      }
+    }
+    log.info(
+      { changed: describeChanges(applied), needsRestart: needsRestart.map((c) => yamlKey(c.option)) },
+      'configuration reloaded',
+    );
+    for (const [name, change] of Object.entries(describeChanges(needsRestart))) {
+      log.warn({ option: name, ...change }, `option ${name} changed: the new value needs a restart`);
+    }
+    return { ok: true, applied, needsRestart };
+  };
+
   return {
     current: () => running,
-    addStep(name, step) {
-      steps.push({ name, step });
+    addStep(name, step, stepOptions = {}) {
+      steps.push({ name, step, liveOptions: stepOptions.liveOptions ?? [] });
     },
-    async reload() {
-      let loaded: LoadedConfig;
-      try {
-        loaded = options.load();
-      } catch (err: unknown) {
-        if (!(err instanceof ConfigError)) throw err;
-        log.error({ issues: err.issues }, 'configuration reload failed: keeping the running configuration');
-        return undefined;
-      }
-      const changes = diffConfig(running, loaded.config);
-      const applied = changes.filter((c) => LIVE_OPTIONS.has(c.option));
-      const needsRestart = changes.filter((c) => !LIVE_OPTIONS.has(c.option));
-      applied.forEach(apply);
-      for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
-      log.info(
-        { changed: describeChanges(applied), needsRestart: needsRestart.map((c) => yamlKey(c.option)) },
-        'configuration reloaded',
-      );
-      for (const [name, change] of Object.entries(describeChanges(needsRestart))) {
-        log.warn({ option: name, ...change }, `option ${name} changed: the new value needs a restart`);
-      }
-      for (const { name, step } of steps) {
-        try {
-          await step(loaded);
-        } catch (err: unknown) {
-          log.error({ err, step: name }, `reload step ${name} failed`);
-        }
-      }
-      return { applied, needsRestart };
+    reload() {
+      const run = queue.then(reloadOnce);
+      queue = run.catch(() => undefined);
+      return run;
     },
   };
 }

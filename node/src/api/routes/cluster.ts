@@ -37,6 +37,11 @@ export interface ClusterRoutesDeps {
   /** False while starting or shutting down: /health/live answers 503. Default always ready. */
   readonly isReady?: () => boolean;
   readonly nowMs?: () => number;
+  /**
+   * With TLS: whether the request comes from another node of this cluster (its certificate,
+   * TlsState.verifyConnection). POST /gossip and /elections from anyone else answer 401.
+   */
+  readonly authenticatePeer?: (request: FastifyRequest) => { readonly ok: true } | { readonly ok: false; readonly reason: string };
 }
 
 export const GossipMemberSchema = MemberInfoSchema;
@@ -55,6 +60,14 @@ const LiveQuerySchema = z.object({
 });
 const PING_TEXT = 'Ping request successfully handled';
 const ZERO_GUID = '00000000-0000-0000-0000-000000000000';
+
+/** 401 unless the request comes from a node of this cluster (only checked with TLS). */
+function refusePeer(deps: ClusterRoutesDeps, req: FastifyRequest, reply: FastifyReply): boolean {
+  const verdict = deps.authenticatePeer?.(req);
+  if (verdict === undefined || verdict.ok) return false;
+  void reply.code(401).type('text/plain; charset=utf-8').send(`Not a node of this cluster: ${verdict.reason}`);
+  return true;
+}
 
 export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): void {
   const instanceId = randomUUID();
@@ -76,8 +89,9 @@ export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): vo
           response: { 200: GossipSchema },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         if (membership === undefined) return gossip();
+        if (refusePeer(deps, req, reply as unknown as FastifyReply)) return reply;
         const parsed = GossipDocumentSchema.safeParse(req.body);
         return parsed.success ? membership.receiveGossip(parsed.data) : gossip();
       },
@@ -86,10 +100,11 @@ export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): vo
       '/elections',
       {
         schema: { tags: ['cluster'], summary: 'Node-to-node election messages', body: ElectionMessageSchema },
-        config: { responses: { 202: { description: 'Taken' }, ...errorResponses(400, 404) } },
+        config: { responses: { 202: { description: 'Taken' }, ...errorResponses(400, 401, 404) } },
       },
       async (req, reply) => {
         if (membership === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('this node runs alone');
+        if (refusePeer(deps, req, reply as unknown as FastifyReply)) return reply;
         membership.receiveElectionMessage(req.body);
         return reply.code(202).send();
       },

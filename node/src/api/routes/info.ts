@@ -1,5 +1,7 @@
 /**
- * `GET /info` (anonymous: version, node state, features, authentication type) and
+ * `GET /info` (anonymous: version, node state, features, authentication type and, on a node
+ * serving TLS, `certificate`: the certificate served, its SANs and validity, the trusted roots,
+ * when they were loaded, and the node-to-node links with the certificates each side used) and
  * `GET /info/options` (`$ops`/`$admins`: every option with its value, source, description and
  * schema). Secret options are masked; so, defensively, is anything whose name looks secret.
  */
@@ -8,6 +10,7 @@ import { z } from 'zod';
 import type { LoadedConfig } from '../../config/load.js';
 import { yamlKey } from '../../config/option-names.js';
 import { OPTION_NAMES, optionSpec, type OptionName } from '../../config/schema.js';
+import type { CertificateInfo } from '../../tls/tls-state.js';
 import type { Authorizer } from '../auth-types.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
@@ -18,6 +21,8 @@ export interface InfoRoutesDeps {
   readonly loaded: LoadedConfig;
   /** Version reported as `esVersion`, e.g. the package version. */
   readonly version: string;
+  /** The certificate served and the trusted roots (`certificate`); absent with --insecure. */
+  readonly certificate?: () => CertificateInfo;
   /** EventStoreDB node state, e.g. 'Leader'; reported lower-cased. Default 'Leader'. */
   readonly nodeState?: () => string;
   readonly features?: {
@@ -39,6 +44,35 @@ export const InfoResponseSchema = z.object({
     atomPub: z.boolean(),
   }),
   authentication: z.object({ type: z.string(), properties: z.record(z.string(), z.unknown()) }),
+  /** The TLS certificate in force (not in EventStoreDB's /info): lets an operator check a reload. */
+  certificate: z
+    .object({
+      fingerprintSha256: z.string(),
+      subject: z.string(),
+      commonName: z.string().nullable(),
+      issuer: z.string(),
+      subjectAltNames: z.array(z.string()),
+      serialNumber: z.string(),
+      notBefore: z.string(),
+      notAfter: z.string(),
+      loadedAt: z.string(),
+      reservedNodeCommonName: z.string(),
+      trustedRoots: z.array(z.object({ fingerprintSha256: z.string(), subject: z.string(), notAfter: z.string() })),
+      trustedRootsLoadedAt: z.string(),
+      connectionResetIntervalSec: z.number(),
+      nodeLinks: z.array(
+        z.object({
+          direction: z.enum(['incoming', 'outgoing']),
+          remoteAddress: z.string(),
+          remotePort: z.number(),
+          localFingerprintSha256: z.string(),
+          peerFingerprintSha256: z.string(),
+          peerCommonName: z.string(),
+          establishedAt: z.string(),
+        }),
+      ),
+    })
+    .optional(),
 });
 
 export const OptionInfoSchema = z.object({
@@ -71,6 +105,7 @@ export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
         state: (deps.nodeState?.() ?? 'Leader').toLowerCase(),
         features: deps.features ?? { projections: false, userManagement: true, atomPub: true },
         authentication: { type: 'internal', properties: {} },
+        ...(deps.certificate === undefined ? {} : { certificate: deps.certificate() }),
       }),
     );
     scope.get(

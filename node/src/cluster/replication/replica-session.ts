@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { ClusterStorage } from '../../storage/event-db.js';
 import {
@@ -21,7 +22,12 @@ import {
 export type ReplicaSessionEnd =
   | { readonly kind: 'truncate'; readonly position: number }
   | { readonly kind: 'refused'; readonly reason: string }
-  | { readonly kind: 'broken'; readonly reason: string };
+  | { readonly kind: 'broken'; readonly reason: string }
+  /** A planned reset (TLS connection-reset interval): reconnect at once. */
+  | { readonly kind: 'reset'; readonly reason: string };
+
+/** How long a reset link may wait for the leader's answers to writes forwarded on it. */
+const RESET_DRAIN_MS = 5_000;
 
 export interface ReplicaSessionOptions {
   readonly log: Logger;
@@ -38,6 +44,12 @@ export interface ReplicaSessionOptions {
   readonly installChunk: (file: { tempName?: string; bytes?: Buffer }) => Promise<void>;
   readonly heartbeatMs: number;
   readonly connectTimeoutMs: number;
+  /**
+   * Opens the connection to the leader (TLS); default plain TCP. `onExpire` is called when the
+   * transport wants the link re-established (connection-reset interval): the session ends once
+   * the writes forwarded on it are answered, and the node reconnects at once.
+   */
+  readonly connect?: (host: string, port: number, onExpire: () => void) => net.Socket;
   readonly onSubscribed: () => void;
   /** The leader's durable position as last reported, and ours: catching up until they meet. */
   readonly onProgress: (local: number, leaderDurable: number) => void;
@@ -74,12 +86,13 @@ export class ReplicaSession {
 
   constructor(private readonly options: ReplicaSessionOptions) {
     const { host, port } = options;
-    this.socket = net.connect({ host, port });
+    this.socket = options.connect?.(host, port, () => this.retire()) ?? net.connect({ host, port });
     this.socket.setNoDelay(true);
     this.socket.setTimeout(options.connectTimeoutMs, () => {
       if (!this.subscribed) this.end({ kind: 'broken', reason: `no answer from the leader at ${host}:${port}` });
     });
-    this.socket.once('connect', () => this.subscribe());
+    // Over TLS, subscribe once the peers have authenticated each other.
+    this.socket.once(this.socket instanceof TLSSocket ? 'secureConnect' : 'connect', () => this.subscribe());
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     // After the frames already received: a TRUNCATE is followed by the leader closing.
     this.socket.on('error', (err) => { this.chain = this.chain.then(() => this.end({ kind: 'broken', reason: err.message })); });
@@ -111,13 +124,34 @@ export class ReplicaSession {
     this.end({ kind: 'broken', reason: 'closed by this node' });
   }
 
+  private retiring = false;
+  private retireTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * A planned reset: ends the session once no forwarded write waits for its answer (at most
+   * RESET_DRAIN_MS), so that a reset does not fail a client's write.
+   */
+  private retire(): void {
+    if (this.ended || this.retiring) return;
+    this.retiring = true;
+    if (this.forwards.size === 0) {
+      this.end({ kind: 'reset', reason: 'the connection-reset interval has passed' });
+      return;
+    }
+    this.retireTimer = setTimeout(
+      () => this.end({ kind: 'reset', reason: `the connection-reset interval has passed (${this.forwards.size} forwarded writes unanswered after ${RESET_DRAIN_MS} ms)` }),
+      RESET_DRAIN_MS,
+    );
+  }
+
   private end(end: ReplicaSessionEnd): void {
     if (this.ended) return;
     this.ended = true;
     clearInterval(this.heartbeat);
+    clearTimeout(this.retireTimer);
     this.socket.destroy();
     this.discardFile();
-    for (const f of this.forwards.values()) f.reject(new Error(`the connection to the leader ended: ${end.kind === 'broken' ? end.reason : end.kind}`));
+    for (const f of this.forwards.values()) f.reject(new Error(`the connection to the leader ended: ${end.kind === 'broken' || end.kind === 'reset' ? end.reason : end.kind}`));
     this.forwards.clear();
     this.options.onEnd(end);
   }
@@ -179,6 +213,7 @@ export class ReplicaSession {
     const pending = this.forwards.get(answer.id);
     this.forwards.delete(answer.id);
     pending?.resolve(answer);
+    if (this.retiring && this.forwards.size === 0) this.end({ kind: 'reset', reason: 'the connection-reset interval has passed' });
   }
 
   private async onFrame(type: number, payload: Buffer): Promise<void> {

@@ -1,27 +1,26 @@
 /**
  * JSON over HTTP to other nodes' HTTP APIs (gossip and election messages), with a timeout. Plain
- * HTTP with --insecure; with TLS, `tls()` gives the connection options (trusted roots, this
- * node's certificate for mutual authentication) and the URL scheme is https.
+ * HTTP with --insecure; with TLS, requests go through `httpsAgent` (TlsState.createPeerAgent():
+ * the trusted roots, this node's certificate for mutual authentication, the peer's certificate
+ * checked, connections made with the certificates in force and renewed after the
+ * connection-reset interval).
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { SecureContextOptions } from 'node:tls';
 
 export interface PeerClientOptions {
-  /** TLS options for connections to peers; undefined: plain HTTP. Asked on every request (reloads). */
-  readonly tls?: () => (SecureContextOptions & { checkServerIdentity?: https.RequestOptions['checkServerIdentity'] }) | undefined;
+  /** The agent for TLS connections to peers; undefined: plain HTTP. */
+  readonly httpsAgent?: https.Agent;
 }
 
 export class PeerClient {
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  private httpsAgent: https.Agent | undefined;
-  private httpsAgentFor: unknown;
 
   constructor(private readonly options: PeerClientOptions = {}) {}
 
   /** POSTs `body` as JSON to `http(s)://endpoint/path`; resolves with the parsed answer. */
   post(endpoint: string, path: string, body: unknown, timeoutMs: number): Promise<unknown> {
-    const tls = this.options.tls?.();
+    const { httpsAgent } = this.options;
     const payload = Buffer.from(JSON.stringify(body));
     const [host, portText] = splitEndpoint(endpoint);
     const base = {
@@ -40,28 +39,18 @@ export class PeerClient {
         });
         res.on('error', reject);
       };
-      const req = tls === undefined
+      const req = httpsAgent === undefined
         ? http.request({ ...base, agent: this.httpAgent }, onResponse)
-        : https.request({ ...base, ...tls, agent: this.agentFor(tls) }, onResponse);
+        : https.request({ ...base, agent: httpsAgent }, onResponse);
       req.on('timeout', () => req.destroy(new Error(`${endpoint}${path} did not answer within ${timeoutMs} ms`)));
       req.on('error', reject);
       req.end(payload);
     });
   }
 
-  /** One keep-alive agent per TLS configuration (a reload gets fresh connections). */
-  private agentFor(tls: object): https.Agent {
-    if (this.httpsAgent === undefined || this.httpsAgentFor !== tls) {
-      this.httpsAgent?.destroy();
-      this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 4, ...tls });
-      this.httpsAgentFor = tls;
-    }
-    return this.httpsAgent;
-  }
-
   close(): void {
     this.httpAgent.destroy();
-    this.httpsAgent?.destroy();
+    this.options.httpsAgent?.destroy();
   }
 }
 
