@@ -4,6 +4,7 @@
  * use zod; errors are mapped in one handler (error-handler.ts); unknown routes answer an empty
  * 404 as EventStoreDB does. Every response carries EventStoreDB's CORS headers.
  */
+import type https from 'node:https';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -127,7 +128,10 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   const config = deps.loaded.config;
   if (deps.cluster !== undefined) {
     registerLeaderRouting(app, deps.cluster.routing);
-    registerLeaderForwarding(app, deps.cluster.routing);
+    const peerTls = deps.tls;
+    registerLeaderForwarding(app, deps.cluster.routing, peerTls === undefined ? {} : {
+      tls: (host) => peerTls.clientConnectOptions(host) as https.RequestOptions,
+    });
   }
   void registerStreamsRoutes(app, {
     closing: closing.signal,

@@ -20,8 +20,8 @@ export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/project
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 export interface LeaderForwardingOptions {
-  /** Options for requests to an https leader (trusted roots, client certificate); undefined: defaults. */
-  readonly tls?: () => https.RequestOptions | undefined;
+  /** Options for requests to an https leader at `host` (trusted roots, this node's certificate). */
+  readonly tls?: (host: string) => https.RequestOptions;
 }
 
 export function isLeaderOnlyPath(url: string): boolean {
@@ -50,7 +50,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const headers = withoutHopByHop(request.headers);
     const secure = target.protocol === 'https:';
     const upstream = (secure ? https : http).request(target, {
-      method: request.method, headers, ...(secure ? options.tls?.() ?? {} : {}),
+      method: request.method, headers, ...(secure ? options.tls?.(target.hostname) ?? {} : {}),
     }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers));
       answer.pipe(response);
