@@ -25,7 +25,7 @@ export CGO_ENABLED=0
 log() { echo "[k8s-build $(date -u +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-tools_hash() { (cd "$here/go" && find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12); }
+tools_hash() { (cd "$here/go" && find . -type f \( -name '*.go' ! -name '*_test.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12); }
 
 version_of() {
   case "$1" in

@@ -98,6 +98,12 @@ clean_podman_host() {
     return 0
   fi
   local t c n m
+  # working containers of image builds that were interrupted (their mounts stay), when no build runs now
+  if [[ -n "$(podman ps -aq --external --filter status=unknown 2>/dev/null; podman ps -a --external --format '{{.Names}}' 2>/dev/null | grep -- '-working-container$' || true)" ]] \
+    && ! pgrep -f '(podman|buildah) (build|bud)' >/dev/null; then
+    log "removing the working containers of interrupted image builds"
+    buildah rm --all >/dev/null 2>&1 || podman rm -af --external >/dev/null 2>&1 || true
+  fi
   # netavark's firewall chains (iptables backend) and any nft table it made
   for t in filter nat mangle; do
     while IFS= read -r c; do
@@ -154,9 +160,12 @@ kind_config() { # kind_config OFFLINE(yes|no)
   echo "  apiServerAddress: 127.0.0.1"
   [[ "$1" == yes ]] && echo "  disableDefaultCNI: true"
   echo "nodes:"
-  echo "- role: control-plane"
   local i
-  for ((i = 0; i < workers; i++)); do echo "- role: worker"; done
+  for ((i = 0; i <= workers; i++)); do
+    if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
+    # the CSI hostpath driver's snapshots: one host directory shared by every node
+    echo "  extraMounts: [{hostPath: \"$state/snapshots\", containerPath: /var/lib/csi-hostpath-snapshots}]"
+  done
   echo "kubeadmConfigPatches:"
   if [[ "$1" == yes ]]; then
     cat <<EOF
@@ -178,13 +187,15 @@ EOF
 EOF
 }
 
+has_pod_cidr() { [[ -n "$(kubectl get node "$1" -o jsonpath='{.spec.podCIDR}' 2>/dev/null)" ]]; }
+
 # The pod network of the offline node image: ptp + host-local on each node's podCIDR, and routes to the other
 # nodes' podCIDRs through their addresses on the cluster's bridge (what kindnetd does, written once at start).
 setup_pod_network() {
   local n cidr ip others
   declare -A cidr_of=() ip_of=()
   for n in $(node_names); do
-    wait_for 60 "podCIDR of $n" test -n "$(kubectl get node "$n" -o jsonpath='{.spec.podCIDR}' 2>/dev/null)"
+    wait_for 60 "podCIDR of $n" has_pod_cidr "$n"
     cidr_of[$n]="$(kubectl get node "$n" -o jsonpath='{.spec.podCIDR}')"
     ip_of[$n]="$(kubectl get node "$n" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')"
   done
@@ -247,9 +258,13 @@ up() {
   [[ "$prov" == podman ]] && record_sysctls
   "$here/build.sh" kubernetes helm kind >/dev/null
   link_tools
+  local answers=no
   if cluster_exists && [[ -f "$state/kubeconfig" ]] && kubectl get --raw /readyz >/dev/null 2>&1; then
-    log "cluster $cluster runs already (kubeconfig $state/kubeconfig)"
-    return 0
+    answers=yes
+    if [[ -f "$state/ready" ]]; then
+      log "cluster $cluster runs already (kubeconfig $state/kubeconfig)"
+      return 0
+    fi
   fi
   if [[ -n "${EVENTDB_K8S_NODE_IMAGE:-}" ]]; then
     node_image="$EVENTDB_K8S_NODE_IMAGE"
@@ -261,18 +276,22 @@ up() {
     node_image="$("$here/node-image.sh" | tail -1)"
   fi
   [[ "$node_image" == localhost/eventdb-kind/* ]] && offline=yes
-  if cluster_exists; then
-    log "cluster $cluster exists but does not answer: deleting it first"
-    kind_ delete cluster --name "$cluster" >&2
+  if [[ "$answers" == yes ]]; then
+    log "cluster $cluster exists: finishing its set-up"
+  else
+    if cluster_exists; then
+      log "cluster $cluster exists but does not answer: deleting it first"
+      kind_ delete cluster --name "$cluster" >&2
+    fi
+    mkdir -p "$state/snapshots"
+    kind_config "$offline" > "$state/kind-config.yaml"
+    log "creating kind cluster $cluster ($prov, $node_image, $((workers + 1)) node(s))"
+    local tc=$(date +%s)
+    kind_ create cluster --name "$cluster" --image "$node_image" --config "$state/kind-config.yaml" \
+      --kubeconfig "$state/kubeconfig" --wait 0s >&2
+    log "kind create took $(( $(date +%s) - tc ))s"
+    chmod 600 "$state/kubeconfig"
   fi
-  mkdir -p "$state"
-  kind_config "$offline" > "$state/kind-config.yaml"
-  log "creating kind cluster $cluster ($prov, $node_image, $((workers + 1)) node(s))"
-  local tc=$(date +%s)
-  kind_ create cluster --name "$cluster" --image "$node_image" --config "$state/kind-config.yaml" \
-    --kubeconfig "$state/kubeconfig" --wait 0s >&2
-  log "kind create took $(( $(date +%s) - tc ))s"
-  chmod 600 "$state/kubeconfig"
   [[ "$offline" == yes ]] && setup_pod_network
   apply_addons "$offline"
   wait_for 120 "nodes Ready" kubectl wait --for=condition=Ready nodes --all --timeout=1s
@@ -285,6 +304,7 @@ up() {
   local archives=()
   for f in "$state"/images/*.tar; do [[ -f "$f" ]] && archives+=("$f"); done
   if ((${#archives[@]})); then load "${archives[@]}"; fi
+  touch "$state/ready"
   log "cluster $cluster up in $(( $(date +%s) - t0 ))s: export KUBECONFIG=$state/kubeconfig PATH=$state/bin:\$PATH"
 }
 

@@ -20,6 +20,8 @@ engine="$prov"
 build_opts=()
 # podman: the build's RUN steps use the host's network (npm ci), so no podman network is made for them
 [[ "$engine" == podman ]] && build_opts+=(--network=host)
+# no working container is left behind by a failed step
+build_opts+=(--force-rm)
 PUBLIC_BASE="docker.io/library/node:20-bookworm-slim"
 OFFLINE_BASE="localhost/eventdb-base/node:$NODEJS_VERSION-$DEBIAN_SUITE-slim"
 

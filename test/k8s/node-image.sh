@@ -70,7 +70,12 @@ if [[ "${1:-}" == --addons ]]; then
   exit 0
 fi
 
+if podman image exists "$(name_of)" 2>/dev/null; then name_of; exit 0; fi
+# the Debian root filesystems download while Go compiles (each is cached and locked by rootfs.sh)
+rootfs_pids=()
+for flavour in node netbase slim; do "$here/rootfs.sh" "$flavour" >/dev/null & rootfs_pids+=($!); done
 "$here/build.sh" >&2
+for p in "${rootfs_pids[@]}"; do wait "$p" || die "a root filesystem could not be made (see above)"; done
 name="$(name_of)"
 archive="$cache_root/node-image/node-$(key).tar"
 if podman image exists "$name" 2>/dev/null; then echo "$name"; exit 0; fi
@@ -202,6 +207,10 @@ mv "$work/node.tar" "$archive"
 # one node image archive is kept: the one of the current inputs
 find "$cache_root/node-image" -maxdepth 1 -name 'node-*.tar' ! -path "$archive" -delete
 podman load -q -i "$archive" >&2
+# node images of earlier inputs go (one that a cluster still uses stays: podman refuses)
+for old in $(podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/eventdb-kind/node:' | grep -vxF "$name" || true); do
+  podman rmi "$old" >/dev/null 2>&1 || true
+done
 log "node image $name made in $(( $(date +%s) - t0 ))s"
 echo "node-image $(( $(date +%s) - t0 ))" >> "$cache_root/build-times.txt"
 echo "$name"

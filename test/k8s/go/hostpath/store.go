@@ -5,8 +5,11 @@
 //
 //	<root>/volumes/<id>/        the volume's files
 //	<root>/volumes/<id>.json    its metadata
-//	<root>/snapshots/<id>.tar   a snapshot: tar of the volume's files (modes, owners, times kept)
-//	<root>/snapshots/<id>.json  its metadata
+//	<snapshots>/<id>.tar        a snapshot: tar of the volume's files (modes, owners, times kept)
+//	<snapshots>/<id>.json       its metadata
+//
+// The snapshots' directory may be shared by every node (the kind cluster mounts one host directory into all of
+// them): a volume lives on one node, its snapshots can be restored on any.
 //
 // Identifiers derive from the names the external sidecars pass (the PV and VolumeSnapshotContent names), so a
 // repeated CreateVolume or CreateSnapshot finds what an earlier call made: the calls are idempotent.
@@ -53,14 +56,18 @@ var (
 
 // Store keeps volumes and snapshots under one root directory. Its methods are safe for concurrent use.
 type Store struct {
-	root string
-	mu   sync.Mutex
+	root      string
+	snapshots string
+	mu        sync.Mutex
 }
 
-// NewStore creates the root's sub-directories.
-func NewStore(root string) (*Store, error) {
-	for _, d := range []string{"volumes", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+// NewStore creates the directories; snapshots "" means <root>/snapshots.
+func NewStore(root, snapshots string) (*Store, error) {
+	if snapshots == "" {
+		snapshots = filepath.Join(root, "snapshots")
+	}
+	for _, d := range []string{filepath.Join(root, "volumes"), snapshots} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
 	}
@@ -68,7 +75,7 @@ func NewStore(root string) (*Store, error) {
 	if err := os.Chmod(filepath.Join(root, "volumes"), 0o711); err != nil {
 		return nil, err
 	}
-	return &Store{root: root}, nil
+	return &Store{root: root, snapshots: snapshots}, nil
 }
 
 func idFor(prefix, name string) string {
@@ -79,11 +86,9 @@ func idFor(prefix, name string) string {
 // VolumePath is the directory holding a volume's files.
 func (s *Store) VolumePath(id string) string { return filepath.Join(s.root, "volumes", id) }
 
-func (s *Store) volumeMetaPath(id string) string { return filepath.Join(s.root, "volumes", id+".json") }
-func (s *Store) snapshotPath(id string) string   { return filepath.Join(s.root, "snapshots", id+".tar") }
-func (s *Store) snapshotMetaPath(id string) string {
-	return filepath.Join(s.root, "snapshots", id+".json")
-}
+func (s *Store) volumeMetaPath(id string) string   { return filepath.Join(s.root, "volumes", id+".json") }
+func (s *Store) snapshotPath(id string) string     { return filepath.Join(s.snapshots, id+".tar") }
+func (s *Store) snapshotMetaPath(id string) string { return filepath.Join(s.snapshots, id+".json") }
 
 func validID(id string) bool {
 	if len(id) < 5 || len(id) > 64 {
@@ -204,7 +209,7 @@ func (s *Store) GetSnapshot(id string) (SnapshotMeta, error) {
 
 // ListSnapshots returns every snapshot, oldest first.
 func (s *Store) ListSnapshots() ([]SnapshotMeta, error) {
-	files, err := filepath.Glob(filepath.Join(s.root, "snapshots", "*.json"))
+	files, err := filepath.Glob(filepath.Join(s.snapshots, "*.json"))
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 }
 
 func TestSnapshotRestoreKeepsFilesModesAndTimes(t *testing.T) {
-	s, err := NewStore(t.TempDir())
+	s, err := NewStore(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSnapshotRestoreKeepsFilesModesAndTimes(t *testing.T) {
 }
 
 func TestCreateIsIdempotentAndConflictsAreRefused(t *testing.T) {
-	s, err := NewStore(t.TempDir())
+	s, err := NewStore(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestArchiveRefusesEntriesOutsideTheVolume(t *testing.T) {
 }
 
 func TestDriverRejectsBlockAndMultiNodeVolumes(t *testing.T) {
-	s, _ := NewStore(t.TempDir())
+	s, _ := NewStore(t.TempDir(), "")
 	d := &Driver{Name: "x", NodeID: "n", Store: s}
 	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}

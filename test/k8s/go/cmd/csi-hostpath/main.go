@@ -69,7 +69,8 @@ func main() {
 	name := flag.String("driver-name", "hostpath.csi.eventdb.local", "CSI driver name")
 	endpoint := flag.String("endpoint", "/csi/csi.sock", "unix socket the CSI services listen on")
 	nodeID := flag.String("node-id", os.Getenv("NODE_NAME"), "this node's name")
-	stateDir := flag.String("state-dir", "/csi-data-dir", "directory of the volumes and snapshots")
+	stateDir := flag.String("state-dir", "/csi-data-dir", "directory of the volumes (and of the snapshots, unless --snapshot-dir)")
+	snapshotDir := flag.String("snapshot-dir", "", "directory of the snapshots, possibly shared by every node (default <state-dir>/snapshots)")
 	regDir := flag.String("registration-dir", "", "kubelet plugin registration directory (empty: do not register)")
 	kubeletEndpoint := flag.String("kubelet-endpoint", "", "the CSI socket's path as the kubelet sees it")
 	maxVolumes := flag.Int64("max-volumes-per-node", 0, "volumes per node (0: no limit)")
@@ -78,7 +79,7 @@ func main() {
 	if *nodeID == "" {
 		log.Fatal("--node-id (or NODE_NAME) is required")
 	}
-	store, err := hostpath.NewStore(*stateDir)
+	store, err := hostpath.NewStore(*stateDir, *snapshotDir)
 	if err != nil {
 		log.Fatalf("state directory %s: %v", *stateDir, err)
 	}
@@ -87,6 +88,11 @@ func main() {
 	lis, err := listen(*endpoint)
 	if err != nil {
 		log.Fatalf("listen %s: %v", *endpoint, err)
+	}
+	// the sidecars run as a non-root user; the socket's directory (a hostPath only the driver's pod mounts)
+	// is what guards it
+	if err := os.Chmod(*endpoint, 0o666); err != nil {
+		log.Fatalf("chmod %s: %v", *endpoint, err)
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
 	csi.RegisterIdentityServer(srv, drv)
