@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kind cluster of this checkout (the only way this project runs Kubernetes).
-#   cluster.sh up           create the cluster (or reuse it): kind, provider Docker where a daemon answers, else rootful
+#   cluster.sh up           create the cluster (or reuse it; `make images` loads the images into it): kind, provider Docker where a daemon answers, else rootful
 #                           podman; node image kindest/node where it can be pulled, else assembled offline
 #                           (node-image.sh); pod network, CSI hostpath storage, VolumeSnapshots. Writes
 #                           .local/k8s/kubeconfig and links kubectl, helm and kind into .local/k8s/bin. Idempotent.
@@ -12,6 +12,7 @@
 #   cluster.sh status       print the cluster's nodes (exit 1 when it does not run)
 #   cluster.sh load FILE... load image archives (docker-archive / OCI) into the cluster's nodes
 #   cluster.sh name         print the cluster name of this checkout
+#   cluster.sh exists       exit 0 when the cluster exists
 # Environment: EVENTDB_K8S_WORKERS (worker nodes, default 0), EVENTDB_K8S_NODE_IMAGE (force a node image),
 #              EVENTDB_K8S_PROVIDER (docker|podman), EVENTDB_K8S_CLUSTER (cluster name).
 set -euo pipefail
@@ -300,10 +301,6 @@ up() {
   wait_for 120 "the CSI hostpath driver" kubectl -n kube-system rollout status daemonset/csi-hostpath --timeout=1s
   wait_for 60 "the CSI driver's registration on every node" csi_registered
   wait_for 60 "service account default/default" kubectl get serviceaccount default -n default
-  # images made earlier by `make images` go in too
-  local archives=()
-  for f in "$state"/images/*.tar; do [[ -f "$f" ]] && archives+=("$f"); done
-  if ((${#archives[@]})); then load "${archives[@]}"; fi
   touch "$state/ready"
   log "cluster $cluster up in $(( $(date +%s) - t0 ))s: export KUBECONFIG=$state/kubeconfig PATH=$state/bin:\$PATH"
 }
@@ -368,5 +365,6 @@ case "${1:-}" in
   status) status ;;
   load) shift; load "$@" ;;
   name) echo "$cluster" ;;
-  *) echo "usage: $0 up|down [--images]|status|load FILE...|name" >&2; exit 2 ;;
+  exists) prov="$(provider)"; cluster_exists ;;
+  *) echo "usage: $0 up|down [--images]|status|load FILE...|name|exists" >&2; exit 2 ;;
 esac

@@ -33,8 +33,8 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const k8sDir = path.join(repo, 'test/k8s');
 const stateDir = path.join(repo, '.local/k8s');
 
-function sh(script: string, args: string[], timeoutMs: number): number | null {
-  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs });
+function sh(script: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): number | null {
+  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs, env: { ...process.env, ...env } });
   if (r.error) process.stdout.write(`[k8s] ${script} ${args.join(' ')}: ${r.error.message}\n`);
   return r.status;
 }
@@ -91,7 +91,7 @@ export function setup(project: TestProject): void {
     }
   }
   // the images of this checkout, loaded into the cluster
-  if (sh('images.sh', [], 30 * 60_000) !== 0) {
+  if (sh('images.sh', [], 30 * 60_000, { EVENTDB_K8S_LOAD: '1' }) !== 0) {
     if (startedHere) sh('cluster.sh', ['down'], 300_000);
     throw new Error('[k8s] test/k8s/images.sh failed');
   }
