@@ -27,6 +27,5 @@ k8s-status: ## show the cluster's nodes
 k8s-check: ## check that no cluster of this checkout left anything on the host
 	$(K8S_DIR)/check-clean.sh
 
-test-k8s: build ## Kubernetes tests: on this checkout's kind cluster (made and deleted for the run), or the cluster in $KUBECONFIG
-	cd $(K8S_DIR)/go && go vet ./... && go test ./...
+test-k8s: build ## Kubernetes tests (and the cluster tools' Go tests): on this checkout's kind cluster (made and deleted for the run), or the cluster in $KUBECONFIG
 	npx vitest run --config test/vitest.config.ts --project k8s
