@@ -25,6 +25,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'http', module: './http-bench.js' },
   { name: 'scavenge', module: './scavenge-bench.js' },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
+  { name: 'projections', module: './projections-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {
