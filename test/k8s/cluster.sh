@@ -11,6 +11,7 @@
 #                           --images also the images `make images` and the node image made. Idempotent.
 #   cluster.sh status       print the cluster's nodes (exit 1 when it does not run)
 #   cluster.sh load FILE... load image archives (docker-archive / OCI) into the cluster's nodes
+#   cluster.sh has-images   exit 0 when every node holds the images given on stdin as "REF ID" lines
 #   cluster.sh name         print the cluster name of this checkout
 #   cluster.sh exists       exit 0 when the cluster exists
 # Environment: EVENTDB_K8S_WORKERS (worker nodes, default 0), EVENTDB_K8S_NODE_IMAGE (force a node image),
@@ -320,11 +321,47 @@ load() {
   log "loaded $* in $(( $(date +%s) - t0 ))s"
 }
 
+# has_images < "REF ID" lines: every node's containerd holds each REF as the image ID
+has_images() {
+  prov="${prov:-$(provider)}"
+  cluster_exists || return 1
+  local n ref id got
+  while read -r ref id; do
+    [[ -n "$ref" ]] || continue
+    for n in $(node_names); do
+      got="$(engine exec "$n" crictl inspecti -o go-template --template '{{.status.id}}' "$ref" 2>/dev/null)" || return 1
+      [[ "${got#sha256:}" == "${id#sha256:}" ]] || return 1
+    done
+  done
+}
+
 # ---------- down ----------
+# What the cluster's containers hold on the host, written before they are deleted so that check-clean.sh can prove
+# each of these is gone even while other podman containers run: container ids (their processes, cgroups and
+# mounts carry them), network namespaces, and the cluster network's bridge and subnets (firewall rules name them).
+record_trace() {
+  local c
+  mkdir -p "$host_state"
+  {
+    for c in $(podman ps -aq --no-trunc --filter "label=io.x-k8s.kind.cluster=$cluster" 2>/dev/null); do
+      echo "container $c $(podman inspect "$c" --format '{{.NetworkSettings.SandboxKey}}' 2>/dev/null)"
+    done
+    if podman network exists "$cluster" 2>/dev/null; then
+      podman network inspect "$cluster" --format 'network {{.NetworkInterface}} {{range .Subnets}}{{.Subnet}} {{end}}'
+    fi
+  } > "$host_state/trace-$cluster.tmp"
+  if [[ -s "$host_state/trace-$cluster.tmp" ]]; then
+    mv "$host_state/trace-$cluster.tmp" "$host_state/trace-$cluster"
+  else
+    rm -f "$host_state/trace-$cluster.tmp"
+  fi
+}
+
 down() {
   local images=no
   [[ "${1:-}" == --images ]] && images=yes
   prov="$(provider)"
+  [[ "$prov" == podman ]] && record_trace
   if [[ -x "$(kind_bin)" ]] && cluster_exists; then
     log "deleting kind cluster $cluster"
     kind_ delete cluster --name "$cluster" >&2
@@ -364,7 +401,8 @@ case "${1:-}" in
   down) shift; down "$@" ;;
   status) status ;;
   load) shift; load "$@" ;;
+  has-images) has_images ;;
   name) echo "$cluster" ;;
   exists) prov="$(provider)"; cluster_exists ;;
-  *) echo "usage: $0 up|down [--images]|status|load FILE...|name|exists" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down [--images]|status|load FILE...|has-images|name|exists" >&2; exit 2 ;;
 esac
