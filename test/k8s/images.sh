@@ -86,14 +86,24 @@ for spec in "eventdb:node/Dockerfile" "eventdb-operator:operator/Dockerfile"; do
   if [[ -n "$registry" ]]; then "$engine" push "$registry/$name:dev" >&2; fi
 done
 printf '%s\n' "${sizes[@]}"
-# one archive with both images (their layers shared) for `kind load image-archive`
+# one archive with both images (their layers shared) for `kind load image-archive`, written again only when an
+# image changed (their ids are kept beside it)
 archive="$repo/.local/k8s/images/eventdb-images.tar"
-save_opts=(); [[ "$engine" == podman ]] && save_opts+=(--multi-image-archive)
-"$engine" save "${save_opts[@]}" -o "$archive.tmp" docker.io/library/eventdb:dev docker.io/library/eventdb-operator:dev >&2
-mv "$archive.tmp" "$archive"
-# EVENTDB_K8S_LOAD=1 (the test tier): the cluster must take them
+refs=(docker.io/library/eventdb:dev docker.io/library/eventdb-operator:dev)
+ids="$(for r in "${refs[@]}"; do echo "$r $("$engine" image inspect --format '{{.Id}}' "$r")"; done)"
+if [[ ! -f "$archive" || "$(cat "$archive.ids" 2>/dev/null)" != "$ids" ]]; then
+  save_opts=(); [[ "$engine" == podman ]] && save_opts+=(--multi-image-archive)
+  "$engine" save "${save_opts[@]}" -o "$archive.tmp" "${refs[@]}" >&2
+  mv "$archive.tmp" "$archive"
+  echo "$ids" > "$archive.ids"
+fi
+# EVENTDB_K8S_LOAD=1 (the test tier): the cluster must take them (unless every node holds these very images)
 if [[ "${EVENTDB_K8S_LOAD:-}" == 1 ]] || "$here/cluster.sh" exists; then
-  "$here/cluster.sh" load "$archive"
+  if "$here/cluster.sh" has-images <<<"$ids"; then
+    log "the cluster's nodes hold these images already"
+  else
+    "$here/cluster.sh" load "$archive"
+  fi
 else
   log "no cluster of this checkout runs: make k8s-up, then make images (cached) loads them"
 fi
