@@ -45,6 +45,7 @@ if command -v podman >/dev/null 2>&1; then
           ;;
       esac
     done < "$trace"
+    echo "[k8s-check] checked what cluster $cluster held: $(grep -c '^container' "$trace") node container(s) ($(awk '/^container/ {printf "%s ", substr($2, 1, 12)}' "$trace")), network $(awk '/^network/ {$1=""; print}' "$trace")" >&2
   fi
   others="$(podman ps -aq 2>/dev/null | wc -l)"
   if [[ "$others" -gt 0 ]]; then
