@@ -33,8 +33,17 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const k8sDir = path.join(repo, 'test/k8s');
 const stateDir = path.join(repo, '.local/k8s');
 
+/** Process group of the script running now (its own session: the watchdog ends it if this process dies). */
+const scriptGroupFile = path.join(repo, '.local/k8s-run-script.pgid');
+
 function sh(script: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): number | null {
-  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs, env: { ...process.env, ...env } });
+  fs.mkdirSync(path.dirname(scriptGroupFile), { recursive: true });
+  const r = spawnSync('setsid', ['--wait', 'sh', '-c', 'echo $$ > "$0"; exec "$@"', scriptGroupFile, path.join(k8sDir, script), ...args], {
+    stdio: 'inherit',
+    timeout: timeoutMs,
+    env: { ...process.env, ...env },
+  });
+  fs.rmSync(scriptGroupFile, { force: true });
   if (r.error) process.stdout.write(`[k8s] ${script} ${args.join(' ')}: ${r.error.message}\n`);
   return r.status;
 }
@@ -125,9 +134,14 @@ function startWatchdog(): void {
   if (process.env['EVENTDB_K8S_KEEP'] === '1') return;
   fs.mkdirSync(path.dirname(watchdogMarker), { recursive: true });
   fs.writeFileSync(watchdogMarker, `${process.pid}\n`);
+  // a set-up script still running (cluster.sh up, images.sh) is ended first, so that it recreates nothing
   const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 2; done
-    if [ -f "$1" ]; then rm -f "$1"; echo "[k8s] the test run ended without its teardown: deleting its cluster" >&2; exec "$2" down; fi`;
-  watchdog = spawn('sh', ['-c', script, 'k8s-watchdog', watchdogMarker, path.join(k8sDir, 'cluster.sh')], {
+    if [ -f "$1" ]; then
+      rm -f "$1"; echo "[k8s] the test run ended without its teardown: deleting its cluster" >&2
+      if [ -f "$3" ]; then kill -TERM -- "-$(cat "$3")" 2>/dev/null; sleep 3; kill -KILL -- "-$(cat "$3")" 2>/dev/null; rm -f "$3"; fi
+      exec "$2" down
+    fi`;
+  watchdog = spawn('sh', ['-c', script, 'k8s-watchdog', watchdogMarker, path.join(k8sDir, 'cluster.sh'), scriptGroupFile], {
     detached: true,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
