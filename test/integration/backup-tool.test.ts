@@ -55,6 +55,19 @@ function startWriters(http: Http, prefix: string, count: number, maxEventsEach =
   return { acked, stop: async () => { stopping = true; await all; }, finished: async () => void (await all) };
 }
 
+function ackedCount(writers: Writers): number {
+  return [...writers.acked.values()].reduce((sum, list) => sum + list.length, 0);
+}
+
+/** Waits (at most 60 s) until `count` events are acknowledged in all. */
+async function waitForAcked(writers: Writers, count: number): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  while (ackedCount(writers) < count) {
+    if (performance.now() > deadline) throw new Error(`only ${ackedCount(writers)} of ${count} events acknowledged in 60 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function readIds(http: Http, stream: string): Promise<string[]> {
   const ids: string[] = [];
   for (let from = 0; ; from += 1000) {
@@ -136,7 +149,7 @@ describe('eventdb backup and restore', () => {
     const http = httpClient(node.baseUrl);
     const writers = startWriters(http, 'bk-w', 16);
     try {
-      await new Promise((r) => setTimeout(r, 1500));
+      await waitForAcked(writers, 300);
       const backup = dirs().root;
       const fullStartedMs = performance.now();
       const full = await tool(['backup', '--db', src.db, '--index', src.index, '--to', backup]);
@@ -144,7 +157,7 @@ describe('eventdb backup and restore', () => {
       expect(full.output).toContain('(running)');
       expect(full.output).toMatch(/copied db\/chunk-000000\.000000/);
       // Writes go on between the backups, across several chunks.
-      await new Promise((r) => setTimeout(r, 1500));
+      await waitForAcked(writers, ackedCount(writers) + 600);
       const fullCopy = dirs().root;
       // Keep the full backup for its own restore: a copy of it, verified.
       const copied = await tool(['restore', '--from', backup, '--db', join(fullCopy, 'db'), '--index', join(fullCopy, 'index')]);
@@ -174,6 +187,7 @@ describe('eventdb backup and restore', () => {
       expect(restore.output).not.toContain('copied chaser.chk over truncate.chk');
       const diffNode = await start(dst);
       const fromDiff = await checkRestored(diffNode, writers, diffStartedMs);
+      expect(fromFull.ackedBefore).toBeGreaterThanOrEqual(300);
       expect(fromDiff.restored).toBeGreaterThan(fromFull.restored);
       const total = [...writers.acked.values()].reduce((s, l) => s + l.length, 0);
       process.stdout.write(`backup under load: ${total} events acknowledged; full restore ${fromFull.restored} (>= ${fromFull.ackedBefore} acknowledged before it), differential restore ${fromDiff.restored} (>= ${fromDiff.ackedBefore})\n`);

@@ -12,7 +12,7 @@ export const MANIFEST_FORMAT = 1;
 
 export const ManifestFileSchema = z.object({
   /** `db/<name>` or `index/<name>`. */
-  path: z.string().regex(/^(db|index)\/[^\0]+$/),
+  path: z.string().regex(/^(db|index)\/[^\0]+$/).refine((p) => !p.split('/').some((part) => part === '..' || part === '.' || part === ''), 'no empty, . or .. segments'),
   sizeBytes: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   /** The backup copy's modification time, to reuse the checksum of an unchanged file. */
