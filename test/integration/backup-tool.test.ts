@@ -196,7 +196,7 @@ describe('eventdb backup and restore', () => {
     }
   }, 180_000);
 
-  it('stops a running scavenge through the admin API, backs up, and resumes it; the backup restores', async () => {
+  it('stops a running scavenge through the admin API, backs up (full, then differential), and resumes it; the backups restore', async () => {
     const src = dirs();
     const node = await start(src);
     const http = httpClient(node.baseUrl);
@@ -206,39 +206,48 @@ describe('eventdb backup and restore', () => {
       const deleted = await http('DELETE', `/streams/bk-s-${k}`, { headers: { 'ES-HardDelete': 'true' } });
       expect(deleted.status).toBe(204);
     }
-    // throttlePercent=1: the run rests 99 times as long as it works after each chunk.
-    const started = await http('POST', '/admin/scavenge?throttlePercent=1', { headers: JSON_ACCEPT });
-    expect(started.status, started.text).toBe(200);
-    const scavengeId = (started.json() as { scavengeId: string }).scavengeId;
-    const backup = dirs().root;
-    const result = await tool([
-      'backup', '--db', src.db, '--index', src.index, '--to', backup, '--differential',
-      '--node-url', node.baseUrl, '--username', 'admin', '--password', 'changeit',
-    ]);
-    expect(result.code, result.output).toBe(0);
-    expect(result.output).toContain(`stopped scavenge ${scavengeId}`);
-    const resumedId = /resumed the stopped scavenge as (\S+)/.exec(result.output)?.[1];
-    expect(resumedId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(resumedId).not.toBe(scavengeId);
-    // The stopped run is recorded as Stopped; the resumed one runs.
-    const stoppedRun = await http('GET', `/admin/scavenge/${scavengeId}`, { headers: JSON_ACCEPT });
-    expect((stoppedRun.json() as { scavengeResult: string }).scavengeResult).toBe('Stopped');
-    const current = await http('GET', '/admin/scavenge/current', { headers: JSON_ACCEPT });
-    expect((current.json() as { scavengeId: string }).scavengeId).toBe(resumedId);
-    await http('DELETE', '/admin/scavenge/current', { headers: JSON_ACCEPT });
-
-    const dst = dirs();
-    expect((await tool(['restore', '--from', backup, '--db', dst.db, '--index', dst.index])).code).toBe(0);
+    const restoredDirs: Dirs[] = [];
+    for (const kind of ['full', 'differential'] as const) {
+      // A slow run (throttlePercent=1: it rests 99 times as long as it works after each chunk);
+      // a run the previous backup resumed (at full speed) is stopped first.
+      await http('DELETE', '/admin/scavenge/current', { headers: JSON_ACCEPT });
+      const started = await http('POST', '/admin/scavenge?throttlePercent=1', { headers: JSON_ACCEPT });
+      expect(started.status, started.text).toBe(200);
+      const scavengeId = (started.json() as { scavengeId: string }).scavengeId;
+      const backup = dirs().root;
+      const result = await tool([
+        'backup', '--db', src.db, '--index', src.index, '--to', backup, ...(kind === 'differential' ? ['--differential'] : []),
+        '--node-url', node.baseUrl, '--username', 'admin', '--password', 'changeit',
+      ]);
+      expect(result.code, result.output).toBe(0);
+      expect(result.output).toContain(`stopped scavenge ${scavengeId}`);
+      const resumedId = /resumed the stopped scavenge as (\S+)/.exec(result.output)?.[1];
+      expect(resumedId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(resumedId).not.toBe(scavengeId);
+      // The stopped run is recorded as Stopped; the resumed one ran after the backup.
+      const stoppedRun = await http('GET', `/admin/scavenge/${scavengeId}`, { headers: JSON_ACCEPT });
+      expect((stoppedRun.json() as { scavengeResult: string }).scavengeResult).toBe('Stopped');
+      const resumedRun = await http('GET', `/admin/scavenge/${resumedId!}`, { headers: JSON_ACCEPT });
+      expect(resumedRun.status).toBe(200);
+      expect(['InProgress', 'Success']).toContain((resumedRun.json() as { scavengeResult: string }).scavengeResult);
+      expect((await tool(['backup', '--verify', backup])).code).toBe(0);
+      const dst = dirs();
+      expect((await tool(['restore', '--from', backup, '--db', dst.db, '--index', dst.index])).code).toBe(0);
+      restoredDirs.push(dst);
+    }
     await node.stop();
-    const restored = await start(dst);
-    const rhttp = httpClient(restored.baseUrl);
-    for (const [stream, acked] of writers.acked) {
-      const k = Number(stream.split('-').at(-1));
-      if (k < 4) {
-        expect((await rhttp('GET', `/streams/${stream}`, { headers: { accept: 'application/vnd.eventstore.atom+json' } })).status).toBe(410);
-      } else {
-        expect(await readIds(rhttp, stream)).toEqual(acked.map((a) => a.id));
+    for (const dst of restoredDirs) {
+      const restored = await start(dst);
+      const rhttp = httpClient(restored.baseUrl);
+      for (const [stream, acked] of writers.acked) {
+        const k = Number(stream.split('-').at(-1));
+        if (k < 4) {
+          expect((await rhttp('GET', `/streams/${stream}`, { headers: { accept: 'application/vnd.eventstore.atom+json' } })).status).toBe(410);
+        } else {
+          expect(await readIds(rhttp, stream)).toEqual(acked.map((a) => a.id));
+        }
       }
+      await restored.stop();
     }
   }, 180_000);
 

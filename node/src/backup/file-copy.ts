@@ -1,8 +1,8 @@
 /**
- * The file I/O of backup and restore: listing directory trees, copying a file while hashing it
- * (one read pass), hashing, durable small writes, reading a checkpoint's value.
+ * The file I/O of backup and restore: listing directory trees, copying a file and hashing the
+ * copy, hashing, durable small writes, reading a checkpoint's value.
  *
- * A copy goes to `<target>.copying`, is fsynced and then renamed into place (and the directory
+ * A copy goes to `<target>.copying`, is hashed and fsynced and then renamed into place (and the directory
  * fsynced by the caller once per step), so an interrupted backup never leaves a file under its
  * final name that holds only part of the source: the differential procedure skips names already
  * in the backup and would otherwise keep a torn copy for good.
@@ -48,70 +48,60 @@ export async function listTree(root: string): Promise<string[]> {
 }
 
 /**
- * Copies `from` to `to` (parent directories created), hashing what it reads. Reads to the end of
- * the file as it is when the copy starts; a file growing meanwhile (the active chunk) is copied up
- * to that size. ENOENT of the source is rethrown as is (the caller decides what a vanished file
- * means).
+ * Copies `from` to `to` (parent directories created) and hashes the copy. The copy is the
+ * kernel's (`copyFile`: copy_file_range, no bytes through this process), up to the end of the
+ * file as it is then (a file growing meanwhile, the active chunk, is copied to some length the
+ * checkpoint copied before it covers); the hash is of what was written, read back from the page
+ * cache. ENOENT of the source is rethrown as is (the caller decides what a vanished file means).
  */
 export async function copyFileHashed(from: string, to: string, onProgress?: CopyProgress): Promise<CopiedFile> {
-  const source = await fsp.open(from, 'r');
   const temp = `${to}${COPY_SUFFIX}`;
+  await fsp.mkdir(path.dirname(to), { recursive: true });
   try {
-    const totalBytes = (await source.stat()).size;
-    await fsp.mkdir(path.dirname(to), { recursive: true });
-    const target = await fsp.open(temp, 'w');
-    const hash = createHash('sha256');
-    let copied = 0;
+    await fsp.copyFile(from, temp);
     const startedMs = performance.now();
-    let lastReportMs = startedMs;
+    const target = await fsp.open(temp, 'r+');
+    let hashed: CopiedFile;
     try {
-      const buffer = Buffer.allocUnsafe(BLOCK_BYTES);
-      while (copied < totalBytes) {
-        const { bytesRead } = await source.read(buffer, 0, Math.min(BLOCK_BYTES, totalBytes - copied), copied);
-        if (bytesRead === 0) break; // cut short meanwhile (a chunk trimmed at completion)
-        const block = buffer.subarray(0, bytesRead);
-        hash.update(block);
-        let written = 0;
-        while (written < bytesRead) {
-          const w = await target.write(block, written, bytesRead - written, copied + written);
-          written += w.bytesWritten;
-        }
-        copied += bytesRead;
-        const now = performance.now();
-        if (onProgress !== undefined && now - lastReportMs >= 1000) {
-          lastReportMs = now;
-          onProgress(copied, totalBytes, now - startedMs);
-        }
-      }
+      hashed = await hashHandle(target, onProgress, startedMs);
       await target.sync();
     } finally {
       await target.close();
     }
     await fsp.rename(temp, to);
     const { mtimeMs } = await fsp.stat(to);
-    return { sizeBytes: copied, sha256: hash.digest('hex'), mtimeMs };
+    return { ...hashed, mtimeMs };
   } catch (err: unknown) {
     await fsp.rm(temp, { force: true });
     throw err;
-  } finally {
-    await source.close();
   }
+}
+
+async function hashHandle(handle: fsp.FileHandle, onProgress: CopyProgress | undefined, startedMs: number): Promise<CopiedFile> {
+  const hash = createHash('sha256');
+  const totalBytes = (await handle.stat()).size;
+  const buffer = Buffer.allocUnsafe(BLOCK_BYTES);
+  let size = 0;
+  let lastReportMs = startedMs;
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, BLOCK_BYTES, size);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(0, bytesRead));
+    size += bytesRead;
+    const now = performance.now();
+    if (onProgress !== undefined && now - lastReportMs >= 1000) {
+      lastReportMs = now;
+      onProgress(size, totalBytes, now - startedMs);
+    }
+  }
+  const { mtimeMs } = await handle.stat();
+  return { sizeBytes: size, sha256: hash.digest('hex'), mtimeMs };
 }
 
 export async function hashFile(file: string): Promise<CopiedFile> {
   const handle = await fsp.open(file, 'r');
   try {
-    const hash = createHash('sha256');
-    const buffer = Buffer.allocUnsafe(BLOCK_BYTES);
-    let size = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, BLOCK_BYTES, size);
-      if (bytesRead === 0) break;
-      hash.update(buffer.subarray(0, bytesRead));
-      size += bytesRead;
-    }
-    const { mtimeMs } = await handle.stat();
-    return { sizeBytes: size, sha256: hash.digest('hex'), mtimeMs };
+    return await hashHandle(handle, undefined, performance.now());
   } finally {
     await handle.close();
   }
