@@ -97,6 +97,7 @@ export async function run(): Promise<BenchSection> {
     const plainMs = performance.now() - c0;
     fs.rmSync(path.join(root, 'plain'), { recursive: true, force: true });
 
+    const startupMs = await tool(['backup', '--help']);
     const backup = path.join(root, 'backup');
     const dirs = ['--db', path.join(src, 'db'), '--index', path.join(src, 'index')];
     const fullMs = await tool(['backup', ...dirs, '--to', backup]);
@@ -112,6 +113,7 @@ export async function run(): Promise<BenchSection> {
       { name: 'eventdb restore / plain copy', value: round(plainMs / restoreMs, 2), unit: 'ratio' },
       { name: 'eventdb backup --verify', value: mbps(verifyMs), unit: 'MB/s' },
       { name: 'eventdb backup --differential, nothing changed', value: round(diffMs / 1000, 2), unit: 's' },
+      { name: 'tool start-up (eventdb backup --help)', value: round(startupMs / 1000, 2), unit: 's' },
     ];
     return {
       name: 'backup',
