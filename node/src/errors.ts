@@ -26,6 +26,10 @@ export type ErrorCode =
   | 'EDB_READ_ONLY_REPLICA'
   | 'EDB_SCAVENGE_RUNNING'
   | 'EDB_CERTIFICATE_INVALID'
+  | 'EDB_BACKUP_FAILED'
+  | 'EDB_BACKUP_INVALID'
+  | 'EDB_BACKUP_NODE_MISMATCH'
+  | 'EDB_RESTORE_REFUSED'
   | 'EDB_INVARIANT';
 
 export class EventDbError extends Error {

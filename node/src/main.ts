@@ -144,6 +144,11 @@ function answerHelpOrVersion(): void {
 }
 
 async function main(): Promise<void> {
+  // `eventdb backup ...` / `eventdb restore ...`: the file-copy tool (backup/cli.ts), not a node.
+  if (process.argv[2] === 'backup' || process.argv[2] === 'restore') {
+    const { runTool } = await import('./backup/cli.js');
+    process.exit(await runTool(process.argv.slice(2)));
+  }
   answerHelpOrVersion();
   const loaded = loadConfigOrExit();
   const { config } = loaded;

@@ -28,6 +28,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'subscriptions', module: './subscriptions-bench.js' },
   { name: 'projections', module: './projections-bench.js' },
   { name: 'cluster', module: './cluster-bench.js' },
+  { name: 'backup', module: './backup-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {
