@@ -46,3 +46,5 @@ clean: ## remove build output
 	rm -rf dist
 
 -include test/k8s/k8s.mk
+
+-include operator/operator.mk
