@@ -27,6 +27,26 @@ export default defineConfig({
         },
       },
       {
+        // The operator against real node processes (contract tests of its node client).
+        test: {
+          name: 'operator',
+          include: ['test/operator/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        // The operator on a real Kubernetes cluster (the one of the k8s tier).
+        test: {
+          name: 'operator-k8s',
+          include: ['test/operator/k8s/**/*.test.ts'],
+          globalSetup: ['test/k8s/global-setup.ts'],
+          testTimeout: 1_200_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
         test: {
           name: 'k8s',
           include: ['test/k8s/**/*.test.ts'],
