@@ -235,6 +235,11 @@ export const OperationStatus = z.object({
   podStep: z.string().optional().describe('Where that pod is: Deleting, WaitingReady, Resigning, ...'),
   previousLeader: z.string().optional().describe('Leader pod before a resign, to see a new one.'),
   stepStartedAt: Timestamp.optional(),
+  catchUpTarget: z
+    .number()
+    .int()
+    .optional()
+    .describe('Leader writer checkpoint the restarted pod must reach before the next step.'),
   completed: z.array(z.string()).max(64).optional().describe('Pods done, in order.'),
   waitingFor: z.string().optional().describe('What blocks the operation, when something does.'),
 });
