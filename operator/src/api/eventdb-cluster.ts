@@ -248,8 +248,13 @@ export type OperationStatus = z.infer<typeof OperationStatus>;
 export const EventDBClusterStatus = z.object({
   observedGeneration: z.number().int().optional(),
   phase: ClusterPhase.optional(),
-  replicas: z.number().int().optional().describe('Pods that exist.'),
-  readyReplicas: z.number().int().optional(),
+  replicas: z.number().int().optional().describe('Voting node pods that exist (the scale subresource reads it).'),
+  readyReplicas: z.number().int().optional().describe('Voting node pods that are ready.'),
+  readOnlyReplicas: z
+    .object({ replicas: z.number().int(), ready: z.number().int() })
+    .optional()
+    .describe('Read-only replica pods that exist and are ready.'),
+  clusterSize: z.number().int().optional().describe('Cluster size the voting nodes run with now.'),
   selector: z.string().optional().describe('Label selector of the pods, for the scale subresource.'),
   leader: z.string().optional().describe('Pod name of the current leader, from gossip.'),
   image: z.string().optional().describe('Image every node runs now.'),

@@ -38,6 +38,8 @@ interface KindDefinition {
   readonly status: z.ZodType;
   readonly printerColumns: readonly PrinterColumn[];
   readonly scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string };
+  /** CEL rules on the whole object (they may read metadata.name). */
+  readonly objectRules?: readonly { rule: string; message: string; fieldPath?: string }[];
 }
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -60,6 +62,13 @@ export const KIND_DEFINITIONS: readonly KindDefinition[] = [
       { name: 'Image', type: 'string', jsonPath: '.status.image' },
       AGE,
       { name: 'Operation', type: 'string', jsonPath: '.status.operation.step', priority: 1 },
+    ],
+    objectRules: [
+      {
+        // Pod hostnames (<cluster>-replica-NN) and Service names (<cluster>-headless) are DNS labels.
+        rule: "size(self.metadata.name) <= 45 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+        message: 'the name of an EventDBCluster is part of pod and Service DNS names: at most 45 lowercase letters, digits and dashes, starting with a letter',
+      },
     ],
     scale: {
       specReplicasPath: '.spec.replicas',
@@ -118,6 +127,7 @@ function objectSchema(definition: KindDefinition): JsonSchema {
       spec: toStructuralSchema(definition.spec),
       status: toStructuralSchema(definition.status),
     },
+    ...(definition.objectRules === undefined ? {} : { 'x-kubernetes-validations': definition.objectRules.map((rule) => ({ ...rule })) }),
   };
 }
 
