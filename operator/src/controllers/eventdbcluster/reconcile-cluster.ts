@@ -358,9 +358,10 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
 
 async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
   const spec = state.spec as EffectiveSpec;
-  const recovering = state.operation === undefined && state.pods.length > 0;
   for (const pod of pods) {
-    await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
+    // A pod whose volume already existed, outside any operation, went missing: it is remade.
+    const claimsCreated = await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
+    const recovering = state.operation === undefined && claimsCreated.length === 0;
     const object = buildPod({
       cluster: state.identity,
       spec,
