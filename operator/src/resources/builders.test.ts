@@ -78,13 +78,25 @@ describe('effectiveSpec', () => {
 });
 
 describe('node configuration file', () => {
-  it('holds the user options and the operator-owned paths and address', () => {
-    const file = parse(renderNodeConfigFile(spec({ configuration: { MaxMemTableSize: 5000 }, storage: { data: { size: '1Gi' }, index: { size: '1Gi' } } })));
-    expect(file).toMatchObject({ MaxMemTableSize: 5000, Db: '/data/db', Index: '/index', HttpIp: '0.0.0.0', HttpPort: 2113 });
+  it('holds the user options only', () => {
+    expect(parse(renderNodeConfigFile(spec({ configuration: { MaxMemTableSize: 5000, LogLevel: 'debug' } })))).toEqual({ LogLevel: 'debug', MaxMemTableSize: 5000 });
+  });
+
+  it('sets the operator-owned options in the environment, which the node ranks above its file', () => {
+    const env = (pod({ storage: { data: { size: '1Gi' }, index: { size: '1Gi' } } }) as Json)['spec'].containers[0].env as Json[];
+    expect(env).toEqual(
+      expect.arrayContaining([
+        { name: 'SERVICE_DB', value: '/var/lib/eventdb/db' },
+        { name: 'SERVICE_INDEX', value: '/var/lib/eventdb/index' },
+        { name: 'SERVICE_HTTP_IP', value: '0.0.0.0' },
+        { name: 'SERVICE_HTTP_PORT', value: '2113' },
+      ]),
+    );
   });
 
   it('runs the node with Insecure while the node cannot serve TLS, whatever tls.mode asks', () => {
-    expect(parse(renderNodeConfigFile(spec({ tls: { mode: 'SelfSigned' } })))['Insecure']).toBe(true);
+    const env = (pod({ tls: { mode: 'SelfSigned' } }) as Json)['spec'].containers[0].env as Json[];
+    expect(env).toContainEqual({ name: 'SERVICE_INSECURE', value: 'true' });
   });
 
   it('is written to the ConfigMap <cluster>-config', () => {

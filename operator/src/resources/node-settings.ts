@@ -1,23 +1,25 @@
 /**
- * How a node is configured inside its pod: the options the operator owns (paths, listen
- * address, cluster membership, credentials, TLS), split into the shared configuration file
- * (ConfigMap `<cluster>-config`, with the user's `spec.configuration`) and per-pod environment
- * variables (what differs per pod or must not change under a running pod: cluster size, seeds,
- * read-only replica, credentials).
+ * How a node is configured inside its pod. The user's `spec.configuration` is the node's YAML
+ * configuration file (ConfigMap `<cluster>-config`); the options the operator owns (paths,
+ * listen address, cluster membership, credentials, TLS) are environment variables of the
+ * container, which the node ranks above its file (defaults < file < SERVICE_* env < flags), so
+ * they also win over any default the image sets.
  *
- * Option names come from the node's own schema (envName, yamlKey); options this node version
- * does not have are left out, so the operator never starts a node with an unknown option.
+ * Option names come from the node's own schema (envName); options this node version does not
+ * have are left out, so the operator never starts a node with an unknown option.
  */
 import { stringify } from 'yaml';
-import { envName, yamlKey } from '../../../node/src/config/option-names.js';
+import { envName } from '../../../node/src/config/option-names.js';
 import type { OptionName } from '../../../node/src/config/schema.js';
 import { NODE_HTTP_PORT } from '../api/group.js';
 import { nodeHasOption } from '../api/node-configuration.js';
 import type { EffectiveSpec } from './effective-spec.js';
 import { podDnsName, podName } from './names.js';
 
-export const DATA_MOUNT_PATH = '/data';
-export const INDEX_MOUNT_PATH = '/index';
+/** The data PVC, at the node image's data folder. */
+export const DATA_MOUNT_PATH = '/var/lib/eventdb';
+/** The index folder: on the data volume, or the index PVC mounted there. */
+export const INDEX_MOUNT_PATH = '/var/lib/eventdb/index';
 export const CONFIG_MOUNT_PATH = '/etc/eventdb';
 export const CONFIG_FILE_NAME = 'eventdb.conf';
 export const TLS_MOUNT_PATH = '/etc/eventdb/tls';
@@ -43,10 +45,10 @@ export function nodesServeTls(spec: EffectiveSpec): boolean {
   return spec.tls.mode !== 'Disabled' && nodeSupportsTls();
 }
 
-function managedFileOptions(spec: EffectiveSpec): Record<string, unknown> {
+function managedOptions(spec: EffectiveSpec): Record<string, unknown> {
   const managed: Record<string, unknown> = {
     db: `${DATA_MOUNT_PATH}/db`,
-    index: spec.storage.index === undefined ? `${DATA_MOUNT_PATH}/index` : INDEX_MOUNT_PATH,
+    index: INDEX_MOUNT_PATH,
     httpIp: '0.0.0.0',
     httpPort: NODE_HTTP_PORT,
     nodeIp: '0.0.0.0',
@@ -65,13 +67,9 @@ function managedFileOptions(spec: EffectiveSpec): Record<string, unknown> {
   return managed;
 }
 
-/** The nodes' YAML configuration file: the user's options, then the operator's, sorted. */
+/** The nodes' YAML configuration file: the user's options, sorted. */
 export function renderNodeConfigFile(spec: EffectiveSpec): string {
-  const document: Record<string, unknown> = { ...spec.configuration };
-  for (const [name, value] of Object.entries(managedFileOptions(spec))) {
-    if (has(name)) document[yamlKey(name)] = value;
-  }
-  const sorted = Object.fromEntries(Object.entries(document).sort(([a], [b]) => a.localeCompare(b)));
+  const sorted = Object.fromEntries(Object.entries(spec.configuration).sort(([a], [b]) => a.localeCompare(b)));
   return stringify(sorted, { lineWidth: 0 });
 }
 
@@ -93,6 +91,9 @@ export interface PodRole {
 /** Environment of a node container: the config file, credentials and this pod's membership. */
 export function nodeEnvironment(spec: EffectiveSpec, role: PodRole): EnvVar[] {
   const env: EnvVar[] = [{ name: 'SERVICE_CONFIG', value: `${CONFIG_MOUNT_PATH}/${CONFIG_FILE_NAME}` }];
+  for (const [name, value] of Object.entries(managedOptions(spec))) {
+    if (has(name)) env.push({ name: envName(name), value: String(value) });
+  }
   const secretEnv = (option: string, ref: { name: string; key: string }): void => {
     if (has(option)) env.push({ name: envName(option), valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } } });
   };

@@ -32,7 +32,7 @@ import { hashOf } from './revision.js';
 export const POD_TEMPLATE_VERSION = 1;
 
 /** User and group of the node process in the node image. */
-export const NODE_UID = 1000;
+export const NODE_UID = 10001;
 
 export type NodeKind = 'quorum' | 'read-only-replica';
 
@@ -60,6 +60,7 @@ export function podRevision(input: Omit<PodInput, 'pod' | 'clusterSize'>): strin
     spec.imagePullPolicy,
     spec.resources,
     input.configFile,
+    input.spec.tls.mode,
     spec.users.admin,
     spec.users.ops,
     spec.licenseSecret ?? null,

@@ -109,7 +109,7 @@ describe('reconcileCluster', () => {
     expect(harness.names(PVCS)).toEqual(['data-orders-0']);
     expect(harness.names(PODS)).toEqual(['orders-0']);
     const config = parse((harness.api.objects(CONFIG_MAPS)[0]?.['data'] as Record<string, string>)['eventdb.conf'] ?? '');
-    expect(config).toMatchObject({ Insecure: true, Db: '/data/db' });
+    expect(config).toEqual({});
     const pod = harness.api.objects(PODS)[0];
     expect(pod?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'EventDBCluster', name: 'orders', controller: true });
     await harness.reconcile();
