@@ -2,4 +2,8 @@
 .PHONY: crds
 
 crds: build ## regenerate crds/*.yaml from the operator's zod API (operator/src/api)
-	node dist/operator/src/crd-gen/write-crds.js crds
+	node dist/operator/src/crd-gen/write-crds.js
+
+.PHONY: manifests
+manifests: crds ## render the plain-YAML install (operator/deploy/, install.yaml) from the Helm chart
+	operator/scripts/render-manifests.sh
