@@ -14,6 +14,9 @@ export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_DEGRADED = 'Degraded';
 export const CONDITION_QUORUM = 'QuorumHealthy';
 export const CONDITION_CERTIFICATES = 'CertificatesReloaded';
+/** kstatus' abnormal-true conditions, for Flux, kpt and `kubectl wait`. */
+export const CONDITION_RECONCILING = 'Reconciling';
+export const CONDITION_STALLED = 'Stalled';
 
 export interface StatusInput {
   readonly name: string;
@@ -138,6 +141,17 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
   set(degradedCondition(input, phase, health));
   set(quorumCondition(input, health));
   set({ type: CONDITION_CERTIFICATES, ...input.tls });
+  const ready = conditions.find((condition) => condition.type === CONDITION_READY);
+  set(
+    input.blocked !== undefined
+      ? { type: CONDITION_STALLED, status: 'True', ...input.blocked }
+      : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
+  );
+  set(
+    ready?.status === 'True' || input.blocked !== undefined || input.paused
+      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : 'Reconciled', message: '' }
+      : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
+  );
   const replicaPods = input.pods.filter((pod) => pod.kind === 'read-only-replica');
   const members = input.membersObserved
     ? [...input.pods].sort((a, b) => a.name.localeCompare(b.name)).map((pod) => memberStatus(pod, input.members.get(pod.name)))
