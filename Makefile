@@ -1,11 +1,11 @@
 # EventDB: the single entry point for humans and CI. `make help` lists the targets.
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.package-lock.json
-#: NODE_ARGS   extra options for the node of `make run`, e.g. NODE_ARGS="--http-port 2114" (see node/bin/eventdb --help)
+#: NODE_ARGS   extra options for the node of `make run-node`, e.g. NODE_ARGS="--http-port 2114" (see node/bin/eventdb --help)
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build test test-unit test-integration run bench check typecheck clean
+.PHONY: help deps build test test-unit test-integration run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -34,7 +34,7 @@ test-unit: build ## unit tests only
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
 
-run: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
+run-node: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
 	node/bin/eventdb --insecure --db ./data/db --index ./data/index $(NODE_ARGS)
 
 bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)
