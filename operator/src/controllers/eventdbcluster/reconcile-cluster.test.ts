@@ -144,6 +144,7 @@ describe('reconcileCluster', () => {
     harness.api.writes.length = 0;
     await harness.reconcile();
     const order = harness.api.writes.map((write) => `${write.verb} ${write.kind}${write.subresource ? '/status' : ''}`);
+    expect(order.indexOf('apply EventDBCluster/status')).toBeGreaterThanOrEqual(0);
     expect(order.indexOf('apply EventDBCluster/status')).toBeLessThan(order.indexOf('delete Pod'));
     expect(harness.status().operation).toMatchObject({ kind: 'RollingUpdate', reason: 'ImageChanged', pod: 'orders-0', podStep: 'Restarting' });
     expect(harness.status().phase).toBe('Updating');
@@ -207,6 +208,8 @@ describe('reconcileCluster', () => {
   it('recreates a pod someone deleted, on the same PVC', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
     await harness.reconcile();
     await harness.api.delete(PODS, 'shop', 'orders-0');
     await harness.reconcile();

@@ -55,7 +55,7 @@ export interface ClusterControllerDeps {
   readonly defaults: OperatorDefaults;
   readonly applier: ChildApplier;
   /** What the last status write of each cluster (by uid) said, and when. */
-  readonly writtenStatus: Map<string, { text: string; atMs: number }>;
+  readonly writtenStatus: Map<string, { text: string; atMs: number; phase?: string }>;
 }
 
 /** How often a cluster is looked at: while an operation runs, and when all is quiet. */
@@ -83,6 +83,7 @@ interface ReconcileState {
   operation: OperationStatus | undefined;
   lastOperation: EventDBClusterStatus['lastOperation'];
   waiting?: { reason: string; message: string };
+  failure?: { reason: string; message: string };
   tls: StatusInput['tls'];
   certificates?: EventDBClusterStatus['certificates'];
   nextMaintenanceWindow?: string;
@@ -120,12 +121,19 @@ export async function reconcileCluster(deps: ClusterControllerDeps, context: Rec
   }
   if (cluster.metadata.deletionTimestamp !== undefined) return {};
   const state = initialState(deps, context.log, cluster);
-  for (const step of STEPS) {
-    const outcome = await step.run(state);
-    if (outcome === 'stop') {
-      context.log.debug({ step: step.name }, 'reconcile stopped at step');
-      break;
+  try {
+    for (const step of STEPS) {
+      const outcome = await step.run(state);
+      if (outcome === 'stop') {
+        context.log.debug({ step: step.name }, 'reconcile stopped at step');
+        break;
+      }
     }
+  } catch (err: unknown) {
+    // The status says what failed; the controller retries with back-off.
+    state.failure = { reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
+    await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
+    throw err;
   }
   await writeStatus(state);
   reportMetrics(state);
@@ -155,6 +163,13 @@ function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObj
   };
 }
 
+/** Records a blocking problem once: when the Ready condition does not already say it. */
+async function emitBlocked(state: ReconcileState, blocked: { reason: string; message: string }): Promise<void> {
+  const ready = state.previous?.conditions?.find((condition) => condition.type === 'Ready');
+  if (ready?.reason === blocked.reason && ready.message === blocked.message) return;
+  await emit(state, { type: 'Warning', reason: blocked.reason, action: 'Validate', note: blocked.message });
+}
+
 async function emit(state: ReconcileState, event: EventInput): Promise<void> {
   state.log.info({ reason: event.reason, eventType: event.type }, event.note);
   await state.deps.events.record(state.cluster, event);
@@ -165,7 +180,7 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
   if (!check.ok) {
     state.blocked = { reason: 'InvalidSpec', message: check.issues.join('; ') };
     state.requeueAfterMs = undefined;
-    await emit(state, { type: 'Warning', reason: 'InvalidSpec', action: 'Validate', note: state.blocked.message });
+    await emitBlocked(state, state.blocked);
     return 'stop';
   }
   const spec = check.spec;
@@ -194,7 +209,7 @@ async function checkNodeSupport(state: ReconcileState): Promise<StepOutcome> {
     message: `replicas ${spec.replicas} and readOnlyReplicas ${spec.readOnlyReplicas}: this node version has no clustering options (ClusterSize, GossipSeed); only replicas 1 can run`,
   };
   state.requeueAfterMs = undefined;
-  await emit(state, { type: 'Warning', reason: 'ClusteringUnsupported', action: 'Validate', note: state.blocked.message });
+  await emitBlocked(state, state.blocked);
   return 'stop';
 }
 
@@ -236,7 +251,7 @@ async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   const missing = [...users.missing, ...tls.missing];
   if (missing.length === 0) return 'continue';
   state.blocked = { reason: 'SecretMissing', message: `missing Secrets: ${missing.join(', ')}` };
-  await emit(state, { type: 'Warning', reason: 'SecretMissing', action: 'Validate', note: state.blocked.message });
+  await emitBlocked(state, state.blocked);
   state.requeueAfterMs = 30_000;
   return 'stop';
 }
@@ -359,9 +374,9 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
 async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
   const spec = state.spec as EffectiveSpec;
   for (const pod of pods) {
-    // A pod whose volume already existed, outside any operation, went missing: it is remade.
-    const claimsCreated = await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
-    const recovering = state.operation === undefined && claimsCreated.length === 0;
+    await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
+    // A pod the status listed before, missing outside any operation, went away: it is remade.
+    const recovering = state.operation === undefined && (state.previous?.members ?? []).some((member) => member.pod === pod.name);
     const object = buildPod({
       cluster: state.identity,
       spec,
@@ -371,12 +386,7 @@ async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): 
       configFile: state.configFile,
       restartedAt: state.restartedAt,
     });
-    try {
-      await state.deps.api.create(PODS, object);
-    } catch (err: unknown) {
-      if (isConflict(err)) continue;
-      throw err;
-    }
+    await state.deps.api.apply(PODS, object, { force: true });
     const note = `${recovering ? 'recreated the missing pod' : 'created pod'} ${pod.name} (cluster size ${pod.clusterSize})`;
     await emit(state, { type: recovering ? 'Warning' : 'Normal', reason: recovering ? 'NodeRecreated' : 'NodeCreated', action: 'Create', note });
   }
@@ -437,7 +447,7 @@ function statusInput(state: ReconcileState): StatusInput {
     leader: state.leader,
     operation: state.operation,
     ...(state.lastOperation === undefined ? {} : { lastOperation: state.lastOperation }),
-    ...(state.waiting === undefined ? {} : { waiting: state.waiting }),
+    ...(state.failure !== undefined ? { waiting: state.failure } : state.waiting === undefined ? {} : { waiting: state.waiting }),
     ...(state.revisions.quorum === '' ? {} : { updateRevision: state.revisions.quorum }),
     tls: state.tls,
     ...(state.certificates === undefined ? {} : { certificates: state.certificates }),
