@@ -358,6 +358,9 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
       state.waiting = { reason: action.reason, message: action.message };
       if (action.reason === 'WaitingForMaintenanceWindow' || action.reason === 'WaitingForApproval') {
         await emit(state, { type: 'Normal', reason: action.reason, action: 'Wait', note: action.message });
+      } else if (action.reason === 'WaitingForCatchUp' && state.operation?.kind === 'Scale') {
+        // The contract: scaling is refused, with a condition and an Event, while a member lags.
+        await emit(state, { type: 'Warning', reason: 'ScaleWaitingForCatchUp', action: 'Scale', note: action.message });
       }
       return;
     case 'create':
