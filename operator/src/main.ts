@@ -12,6 +12,7 @@ import { OperatorConfigError, loadOperatorConfig, type OperatorConfig } from './
 import { ChildApplier } from './controllers/eventdbcluster/children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './controllers/eventdbcluster/reconcile-cluster.js';
 import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
+import { nodeSupportsClustering } from './resources/node-settings.js';
 import { NodeClient } from './node-client/node-client.js';
 import { ClientNodeKubeApi } from './runtime/client-node-kube-api.js';
 import { systemClock } from './runtime/clock.js';
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
     metrics,
     defaults: { nodeImage: config.DEFAULT_NODE_IMAGE ?? `eventdb:${version}`, dataSize: config.DEFAULT_DATA_SIZE },
     applier: new ChildApplier(api, systemClock),
+    clustering: nodeSupportsClustering(),
     writtenStatus: new Map(),
   };
   const controller = new Controller({

@@ -27,10 +27,19 @@ describe('checkNodeConfiguration', () => {
     expect(issues.some((issue) => issue.startsWith('spec.configuration.MemDb:'))).toBe(true);
   });
 
+  it('takes an option under its alias, but not under both names', () => {
+    expect(checkNodeConfiguration({ AdvertiseHttpPortToClientAs: 80 }).ok).toBe(true);
+    expect(checkNodeConfiguration({ AdvertiseHttpPortToClientAs: 80, AdvertiseNodePortToClientAs: 81 })).toEqual({
+      ok: false,
+      issues: ['spec.configuration: AdvertiseNodePortToClientAs and AdvertiseHttpPortToClientAs are the same option: give one'],
+    });
+  });
+
   it('refuses options the operator sets itself, naming the spec field to use', () => {
-    const check = checkNodeConfiguration({ HttpPort: 2114, DefaultAdminPassword: 'x' });
+    const check = checkNodeConfiguration({ NodePort: 2114, HttpPort: 2114, DefaultAdminPassword: 'x' });
     expect(check.ok).toBe(false);
     const issues = check.ok ? [] : check.issues;
+    expect(issues).toContain('spec.configuration.NodePort: managed by the operator: the node port is fixed at 2113');
     expect(issues).toContain('spec.configuration.HttpPort: managed by the operator: the node port is fixed at 2113');
     expect(issues).toContain(
       'spec.configuration.DefaultAdminPassword: managed by the operator: set spec.users.adminPasswordSecret',

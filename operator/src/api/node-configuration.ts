@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { yamlKey } from '../../../node/src/config/option-names.js';
-import { NODE_OPTIONS, type OptionName } from '../../../node/src/config/schema.js';
+import { NODE_OPTIONS, optionSpec, type OptionName } from '../../../node/src/config/schema.js';
 import type { CelRule } from './common.js';
 
 /**
@@ -38,8 +38,10 @@ export const OPERATOR_MANAGED_OPTIONS: Readonly<Record<string, string>> = {
   clusterGossipPort: 'the operator lists the cluster members',
   replicationIp: 'the node replicates on the pod network',
   replicationPort: 'the replication port is set by the operator',
-  advertiseHostToClientAs: 'the operator advertises the pod DNS name',
-  advertiseNodePortToClientAs: 'the operator advertises the pod DNS name',
+  nodeHostAdvertiseAs: 'the operator advertises the pod DNS name',
+  nodePortAdvertiseAs: 'the node port is fixed at 2113',
+  replicationHostAdvertiseAs: 'the operator advertises the pod DNS name',
+  replicationPortAdvertiseAs: 'the replication port is set by the operator',
   readOnlyReplica: 'set spec.readOnlyReplicas',
   certificateFile: 'set spec.tls',
   certificatePrivateKeyFile: 'set spec.tls',
@@ -48,6 +50,11 @@ export const OPERATOR_MANAGED_OPTIONS: Readonly<Record<string, string>> = {
 };
 
 const NODE_OPTION_NAMES = Object.keys(NODE_OPTIONS) as OptionName[];
+
+/** The option's own name and its aliases (`nodePort`, `httpPort`): all valid keys of the file. */
+function spellingsOf(name: OptionName): string[] {
+  return [name, ...(optionSpec(name).aliases ?? [])];
+}
 
 function isManaged(name: string): boolean {
   return Object.hasOwn(OPERATOR_MANAGED_OPTIONS, name);
@@ -63,19 +70,35 @@ function optionValueSchema(name: OptionName): z.ZodType {
 }
 
 function managedOptionRules(): CelRule[] {
-  return NODE_OPTION_NAMES.filter((name) => name !== 'config' && isManaged(name)).map((name) => ({
-    rule: `!has(self.${yamlKey(name)})`,
-    message: `${yamlKey(name)} is managed by the operator: ${OPERATOR_MANAGED_OPTIONS[name]}`,
-    fieldPath: `.${yamlKey(name)}`,
-    reason: 'FieldValueForbidden' as const,
-  }));
+  return NODE_OPTION_NAMES.filter((name) => name !== 'config' && isManaged(name)).flatMap((name) =>
+    spellingsOf(name).map((spelling) => ({
+      rule: `!has(self.${yamlKey(spelling)})`,
+      message: `${yamlKey(spelling)} is managed by the operator: ${OPERATOR_MANAGED_OPTIONS[name]}`,
+      fieldPath: `.${yamlKey(spelling)}`,
+      reason: 'FieldValueForbidden' as const,
+    })),
+  );
+}
+
+/** An option given under two of its names (`NodePort` and `HttpPort`) is ambiguous. */
+function aliasRules(): CelRule[] {
+  return NODE_OPTION_NAMES.filter((name) => name !== 'config' && !isManaged(name) && spellingsOf(name).length > 1).map((name) => {
+    const keys = spellingsOf(name).map(yamlKey);
+    return {
+      rule: `[${keys.map((key) => `has(self.${key})`).join(', ')}].filter(given, given).size() <= 1`,
+      message: `${keys.join(' and ')} are the same option: give one`,
+    };
+  });
 }
 
 function buildShape(): Record<string, z.ZodType> {
   const shape: Record<string, z.ZodType> = {};
   for (const name of NODE_OPTION_NAMES) {
     if (name === 'config') continue;
-    shape[yamlKey(name)] = optionValueSchema(name);
+    for (const spelling of spellingsOf(name)) {
+      const schema = optionValueSchema(name);
+      shape[yamlKey(spelling)] = spelling === name ? schema : schema.describe(`Alias of ${yamlKey(name)}. ${schema.description ?? ''}`);
+    }
   }
   return shape;
 }
@@ -86,7 +109,7 @@ function buildShape(): Record<string, z.ZodType> {
  */
 export const NodeConfiguration = z
   .strictObject(buildShape())
-  .meta({ 'x-kubernetes-validations': managedOptionRules() })
+  .meta({ 'x-kubernetes-validations': [...managedOptionRules(), ...aliasRules()] })
   .describe(
     'Node options with the PascalCase keys of the node\'s YAML configuration file ' +
       '(MaxMemTableSize, ChunkSize, ...), validated against the node\'s own option schema.',
@@ -116,9 +139,11 @@ export function checkNodeConfiguration(raw: unknown): ConfigurationCheck {
     return { ok: false, issues };
   }
   for (const name of NODE_OPTION_NAMES) {
-    if (isManaged(name) && parsed.data[yamlKey(name)] !== undefined) {
-      issues.push(`spec.configuration.${yamlKey(name)}: managed by the operator: ${OPERATOR_MANAGED_OPTIONS[name]}`);
+    const given = spellingsOf(name).map(yamlKey).filter((key) => parsed.data[key] !== undefined);
+    for (const key of isManaged(name) ? given : []) {
+      issues.push(`spec.configuration.${key}: managed by the operator: ${OPERATOR_MANAGED_OPTIONS[name]}`);
     }
+    if (!isManaged(name) && given.length > 1) issues.push(`spec.configuration: ${given.join(' and ')} are the same option: give one`);
   }
   return issues.length > 0 ? { ok: false, issues } : { ok: true, configuration: parsed.data };
 }

@@ -88,8 +88,8 @@ describe('node configuration file', () => {
       expect.arrayContaining([
         { name: 'SERVICE_DB', value: '/var/lib/eventdb/db' },
         { name: 'SERVICE_INDEX', value: '/var/lib/eventdb/index' },
-        { name: 'SERVICE_HTTP_IP', value: '0.0.0.0' },
-        { name: 'SERVICE_HTTP_PORT', value: '2113' },
+        { name: 'SERVICE_NODE_IP', value: '0.0.0.0' },
+        { name: 'SERVICE_NODE_PORT', value: '2113' },
       ]),
     );
   });

@@ -112,7 +112,8 @@ export function nodeEnvironment(spec: EffectiveSpec, role: PodRole): EnvVar[] {
     }
     plain('gossipSeed', seeds.join(','));
     plain('discoverViaDns', 'false');
-    plain('advertiseHostToClientAs', podDnsName(role.cluster, role.namespace, role.pod));
+    // Other nodes (and clients, through gossip) reach this node by its stable DNS name.
+    plain('nodeHostAdvertiseAs', podDnsName(role.cluster, role.namespace, role.pod));
     if (role.readOnlyReplica) plain('readOnlyReplica', 'true');
   }
   return env;

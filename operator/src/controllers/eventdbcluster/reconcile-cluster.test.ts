@@ -37,7 +37,7 @@ class Harness {
   readonly informers: Informer[] = [];
   deps!: ClusterControllerDeps;
 
-  async start(spec: Record<string, unknown>): Promise<void> {
+  async start(spec: Record<string, unknown>, options: { clustering?: boolean } = {}): Promise<void> {
     this.api.seed(EVENTDB_CLUSTERS, clusterObject(spec));
     const clusters = new Informer({ api: this.api, type: EVENTDB_CLUSTERS, clock: this.clock, log, resyncPeriodMs: 0 });
     const pods = new Informer({ api: this.api, type: PODS, clock: this.clock, log, resyncPeriodMs: 0 });
@@ -63,6 +63,7 @@ class Harness {
       metrics: new OperatorMetrics(),
       defaults: { nodeImage: 'eventdb:dev', dataSize: '1Gi' },
       applier: new ChildApplier(this.api, this.clock),
+      clustering: options.clustering ?? true,
       writtenStatus: new Map(),
     };
   }
@@ -173,10 +174,27 @@ describe('reconcileCluster', () => {
 
   it('refuses several nodes while the node has no clustering, saying why', async () => {
     harness = new Harness();
-    await harness.start({ replicas: 3 });
+    await harness.start({ replicas: 3 }, { clustering: false });
     await harness.reconcile();
     expect(harness.names(PODS)).toEqual([]);
     expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ClusteringUnsupported' });
+  });
+
+  it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    const pod = harness.api.objects(PODS).find((candidate) => candidate.metadata.name === 'orders-1');
+    const env = (pod?.['spec'] as { containers: { env: { name: string; value?: string }[] }[] }).containers[0]?.env ?? [];
+    const value = (name: string): string | undefined => env.find((entry) => entry.name === name)?.value;
+    expect(value('SERVICE_CLUSTER_SIZE')).toBe('3');
+    expect(value('SERVICE_GOSSIP_SEED')).toBe('orders-0.orders-headless.shop.svc:2113,orders-2.orders-headless.shop.svc:2113');
+    expect(value('SERVICE_NODE_HOST_ADVERTISE_AS')).toBe('orders-1.orders-headless.shop.svc');
+    expect(value('SERVICE_DISCOVER_VIA_DNS')).toBe('false');
+    expect(pod?.metadata.annotations?.['eventdb.io/cluster-size']).toBe('3');
+    expect(harness.names(PDBS)).toEqual(['orders']);
+    expect(harness.api.objects(PDBS)[0]?.['spec']).toMatchObject({ minAvailable: 2 });
   });
 
   it('changes nothing while paused, and still reports what it sees', async () => {

@@ -30,7 +30,7 @@ import { CONFIG_MAPS, EVENTDB_CLUSTERS, PDBS, PODS, SERVICES } from '../../runti
 import { buildConfigMap } from '../../resources/config-map.js';
 import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
 import type { ClusterIdentity } from '../../resources/labels.js';
-import { nodeSupportsClustering, nodesServeTls, renderNodeConfigFile } from '../../resources/node-settings.js';
+import { nodesServeTls, renderNodeConfigFile } from '../../resources/node-settings.js';
 import { buildPdb } from '../../resources/pdb.js';
 import { buildPod, podRevision } from '../../resources/pod.js';
 import { buildServices } from '../../resources/services.js';
@@ -54,6 +54,8 @@ export interface ClusterControllerDeps {
   readonly metrics: OperatorMetrics;
   readonly defaults: OperatorDefaults;
   readonly applier: ChildApplier;
+  /** Whether the node version forms multi-node clusters (nodeSupportsClustering() in main). */
+  readonly clustering: boolean;
   /** What the last status write of each cluster (by uid) said, and when. */
   readonly writtenStatus: Map<string, { text: string; atMs: number; phase?: string }>;
 }
@@ -203,7 +205,7 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
 
 async function checkNodeSupport(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec;
-  if (spec === undefined || nodeSupportsClustering() || (spec.replicas === 1 && spec.readOnlyReplicas === 0)) return 'continue';
+  if (spec === undefined || state.deps.clustering || (spec.replicas === 1 && spec.readOnlyReplicas === 0)) return 'continue';
   state.blocked = {
     reason: 'ClusteringUnsupported',
     message: `replicas ${spec.replicas} and readOnlyReplicas ${spec.readOnlyReplicas}: this node version has no clustering options (ClusterSize, GossipSeed); only replicas 1 can run`,
