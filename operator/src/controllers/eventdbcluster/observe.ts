@@ -109,17 +109,26 @@ export async function observeMembers(options: {
   return new Map(entries.filter((entry): entry is [string, ObservedMember] => entry !== undefined));
 }
 
-/** The leader: the pod whose own gossip says Leader (the highest epoch if several claim it). */
-export function leaderOf(members: ReadonlyMap<string, ObservedMember>): string | undefined {
+/** Pods whose own gossip says Leader, the highest epoch first. */
+export function leaderClaimants(members: ReadonlyMap<string, ObservedMember>): string[] {
   const leaders = [...members.values()].filter((member) => member.alive && member.role === 'Leader');
   leaders.sort((a, b) => (b.epochNumber ?? 0) - (a.epochNumber ?? 0) || a.pod.localeCompare(b.pod));
-  return leaders[0]?.pod;
+  return leaders.map((member) => member.pod);
 }
 
-/** The role label a pod should carry, from its node state. */
-export function roleLabelOf(member: ObservedMember | undefined): string | undefined {
+/** The leader: the pod whose own gossip says Leader (the highest epoch if several claim it). */
+export function leaderOf(members: ReadonlyMap<string, ObservedMember>): string | undefined {
+  return leaderClaimants(members)[0];
+}
+
+/**
+ * The role label a pod should carry, from its node state; null removes it. Only the one leader
+ * chosen is labelled leader: when several nodes claim it (a split, or nodes that do not cluster),
+ * the others lose the label, so the `<cluster>-leader` Service never spreads writes.
+ */
+export function roleLabelOf(member: ObservedMember | undefined, leader: string | undefined): string | null | undefined {
   if (member === undefined || !member.alive) return undefined;
-  if (member.role === 'Leader') return 'leader';
+  if (member.role === 'Leader') return member.pod === leader ? 'leader' : null;
   if (member.role === 'Follower') return 'follower';
   if (/ReadOnly/.test(member.role)) return 'read-only-replica';
   return undefined;

@@ -39,7 +39,7 @@ import { canonicalJson } from '../../resources/revision.js';
 import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, opsCredentials } from './children.js';
 import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
-import { leaderOf, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
+import { leaderClaimants, leaderOf, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
 import { computeStatus, type StatusInput } from './status.js';
 
@@ -276,8 +276,8 @@ async function ensurePdb(state: ReconcileState): Promise<StepOutcome> {
 
 async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
   for (const pod of state.pods) {
-    const role = roleLabelOf(state.members.get(pod.name));
-    if (role === undefined || pod.roleLabel === role || pod.terminating) continue;
+    const role = roleLabelOf(state.members.get(pod.name), state.leader);
+    if (role === undefined || (pod.roleLabel ?? null) === role || pod.terminating) continue;
     try {
       await state.deps.api.patch(PODS, state.identity.namespace, pod.name, { metadata: { labels: { [LABEL_ROLE]: role } } });
       if (role === 'leader') state.log.info({ pod: pod.name }, 'pod labelled leader');
@@ -450,6 +450,7 @@ function statusInput(state: ReconcileState): StatusInput {
     members: state.members,
     membersObserved: state.membersObserved,
     leader: state.leader,
+    leaderClaimants: leaderClaimants(state.members),
     operation: state.operation,
     ...(state.lastOperation === undefined ? {} : { lastOperation: state.lastOperation }),
     ...(state.failure !== undefined ? { waiting: state.failure } : state.waiting === undefined ? {} : { waiting: state.waiting }),

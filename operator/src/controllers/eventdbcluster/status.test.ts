@@ -51,6 +51,12 @@ describe('computeStatus', () => {
     expect(condition(status, 'QuorumHealthy')).toMatchObject({ status: 'True' });
   });
 
+  it('is Degraded, not Ready, when several nodes claim to lead', () => {
+    const status = computeStatus(input({ leaderClaimants: ['orders-0', 'orders-1'] }));
+    expect(status.phase).not.toBe('Ready');
+    expect(condition(status, 'Degraded')).toMatchObject({ status: 'True', reason: 'MultipleLeaders' });
+  });
+
   it('loses quorum without a leader', () => {
     const members = new Map<string, ObservedMember>([['orders-0', { pod: 'orders-0', role: 'Unknown', alive: true }]]);
     const status = computeStatus(input({ members, leader: undefined }));

@@ -33,6 +33,8 @@ export interface StatusInput {
   readonly members: ReadonlyMap<string, ObservedMember>;
   readonly membersObserved: boolean;
   readonly leader: string | undefined;
+  /** Every pod whose node says it leads; more than one is a split (or nodes that do not cluster). */
+  readonly leaderClaimants?: readonly string[];
   readonly operation: OperationStatus | undefined;
   readonly lastOperation?: EventDBClusterStatus['lastOperation'];
   /** What the rollout waits for, when it waits. */
@@ -63,6 +65,7 @@ function healthOf(input: StatusInput): Health {
   const readyVoting = votingPods.filter((pod) => pod.ready).length;
   const aliveVoting = votingPods.filter((pod) => input.members.get(pod.name)?.alive === true).length;
   const allReady =
+    (input.leaderClaimants ?? []).length <= 1 &&
     votingPods.length === input.replicas &&
     readyVoting === input.replicas &&
     replicaPods.length === input.readOnlyReplicas &&
@@ -77,6 +80,7 @@ function phaseOf(input: StatusInput, health: Health): ClusterPhase {
   if (input.operation?.kind === 'Scale') return 'Scaling';
   if (input.operation !== undefined) return 'Updating';
   if (health.allReady) return 'Ready';
+  if ((input.leaderClaimants ?? []).length > 1) return 'Degraded';
   const everReady = input.previous?.conditions?.some((condition) => condition.type === CONDITION_READY && condition.status === 'True') ?? false;
   const wasPastCreating = input.previous?.phase !== undefined && input.previous.phase !== 'Creating';
   return everReady || wasPastCreating ? 'Degraded' : 'Creating';
@@ -106,6 +110,9 @@ function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Heal
   const base = { type: CONDITION_DEGRADED };
   const restarting = input.operation?.pod;
   const down = health.votingPods.filter((pod) => !pod.ready && pod.name !== restarting).map((pod) => pod.name);
+  if ((input.leaderClaimants ?? []).length > 1) {
+    return { ...base, status: 'True', reason: 'MultipleLeaders', message: `several nodes claim to lead: ${(input.leaderClaimants ?? []).join(', ')}; only ${input.leader ?? ''} is labelled leader` };
+  }
   if (phase === 'Creating' || input.blocked !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
   if (input.membersObserved && input.leader === undefined && health.votingPods.length > 0) {
     return { ...base, status: 'True', reason: 'NoLeader', message: 'no node reports itself leader' };
