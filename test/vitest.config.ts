@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     // One temp directory per run, which must be left empty (test/temp-dir-guard.ts).
     globalSetup: ['test/temp-dir-guard.ts'],
+    // the k8s tier's global teardown deletes its kind cluster and checks the host (tens of seconds)
+    teardownTimeout: 600_000,
     projects: [
       {
         test: {
@@ -51,6 +53,10 @@ export default defineConfig({
           name: 'k8s',
           include: ['test/k8s/**/*.test.ts'],
           globalSetup: ['test/k8s/global-setup.ts'],
+          // one file at a time: the cluster shares the machine's two cores
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 300_000,
         },
       },
     ],

@@ -1,284 +1,372 @@
 #!/usr/bin/env bash
-# Local Kubernetes control plane for EventDB tests, bound to 127.0.0.1 only.
-#   cluster.sh up     build binaries if needed (cached), start etcd, kube-apiserver, kube-controller-manager,
-#                     kube-scheduler and the local TypeScript kubelet; write .local/k8s/kubeconfig. Idempotent.
-#   cluster.sh down   stop everything started by `up` (pods included), clean /etc/hosts, remove .local/k8s. Idempotent.
-#   cluster.sh status print what runs.
-# The kubelet is run from dist/ (make build first; the make targets do that).
+# The kind cluster of this checkout (the only way this project runs Kubernetes).
+#   cluster.sh up           create the cluster (or reuse it): kind, provider Docker where a daemon answers, else rootful
+#                           podman; node image kindest/node where it can be pulled, else assembled offline
+#                           (node-image.sh); pod network, CSI hostpath storage, VolumeSnapshots. Writes
+#                           .local/k8s/kubeconfig and links kubectl, helm and kind into .local/k8s/bin. Idempotent.
+#   cluster.sh down [--images]
+#                           delete the cluster and every trace it left on the host (containers, volumes, its podman
+#                           network, and once no podman container is left: netavark's firewall chains, network
+#                           namespaces and their mounts, podman's cgroups, sysctls as they were before); with
+#                           --images also the images `make images` and the node image made. Idempotent.
+#   cluster.sh status       print the cluster's nodes (exit 1 when it does not run)
+#   cluster.sh load FILE... load image archives (docker-archive / OCI) into the cluster's nodes
+#   cluster.sh name         print the cluster name of this checkout
+# Environment: EVENTDB_K8S_WORKERS (worker nodes, default 0), EVENTDB_K8S_NODE_IMAGE (force a node image),
+#              EVENTDB_K8S_PROVIDER (docker|podman), EVENTDB_K8S_CLUSTER (cluster name).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
-
-state="${EVENTDB_K8S_STATE:-$repo/.local/k8s}"
-api_port="${EVENTDB_K8S_API_PORT:-16443}"
-etcd_port="${EVENTDB_K8S_ETCD_PORT:-23790}"
-etcd_peer_port="${EVENTDB_K8S_ETCD_PEER_PORT:-23800}"
-node_name="${EVENTDB_K8S_NODE_NAME:-eventdb-local}"
-kubelet_port="${EVENTDB_K8S_KUBELET_PORT:-20250}"
-# more than one Node (all served by the one local kubelet) lets required pod anti-affinity spread replicas
-node_count="${EVENTDB_K8S_NODES:-3}"
-service_cidr="10.96.0.0/16"
-pids="$state/run"
-logs="$state/logs"
-pki="$state/pki"
-# containers' writable layers (overlay upper dirs): outside the repository, which is the overlay's lower dir
-scratch="${EVENTDB_K8S_SCRATCH:-/var/tmp/eventdb-k8s-$(echo -n "$state" | md5sum | cut -c1-10)}"
-
+state="$repo/.local/k8s"
+cluster="${EVENTDB_K8S_CLUSTER:-eventdb-$(echo -n "$repo" | sha256sum | cut -c1-8)}"
+workers="${EVENTDB_K8S_WORKERS:-0}"
 log() { echo "[k8s $(date -u +%H:%M:%S)] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# pid_alive NAME: the pid recorded for NAME runs and is still the program we started.
-pid_alive() {
-  local f="$pids/$1.pid" pid exe
-  [[ -f "$f" ]] || return 1
-  pid="$(cat "$f")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  [[ -d "/proc/$pid" ]] || return 1
-  exe="$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null || true)"
-  [[ "$exe" == *"$(cat "$pids/$1.cmd" 2>/dev/null || echo __none__)"* ]]
+provider() { "$here/host-setup.sh"; }
+kind_bin() { echo "$("$here/build.sh" --dir kind)/kind"; }
+kubectl() { "$state/bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
+
+# kind, with the provider and (podman) a network of this cluster's own, so that deleting it touches no other cluster
+kind_() {
+  KIND_EXPERIMENTAL_PROVIDER="$prov" KIND_EXPERIMENTAL_PODMAN_NETWORK="$cluster" "$(kind_bin)" "$@"
 }
 
-# start NAME MATCH CMD...: run CMD detached (own session), log to logs/NAME.log, record its pid.
-start() {
-  local name="$1" match="$2"; shift 2
-  if pid_alive "$name"; then log "$name already running (pid $(cat "$pids/$name.pid"))"; return 0; fi
-  log "starting $name"
-  echo "$match" > "$pids/$name.cmd"
-  setsid "$@" >>"$logs/$name.log" 2>&1 < /dev/null &
-  echo $! > "$pids/$name.pid"
-}
+engine() { if [[ "$prov" == docker ]]; then docker "$@"; else podman "$@"; fi; }
 
-# stop NAME [GRACE_SECONDS]: SIGTERM, wait, SIGKILL.
-stop() {
-  local name="$1" grace="${2:-15}" pid i
-  if pid_alive "$name"; then
-    pid="$(cat "$pids/$name.pid")"
-    log "stopping $name (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < grace * 10; i++)); do
-      [[ -d "/proc/$pid" ]] || break
-      # a zombie (we are not its parent) counts as gone
-      [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == "Z" ]] && break
-      sleep 0.1
-    done
-    if [[ -d "/proc/$pid" && "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != "Z" ]]; then
-      log "killing $name (pid $pid)"; kill -KILL "$pid" 2>/dev/null || true
-    fi
-  fi
-  rm -f "$pids/$name.pid" "$pids/$name.cmd"
-}
+cluster_exists() { kind_ get clusters 2>/dev/null | grep -qx "$cluster"; }
+node_names() { kind_ get nodes --name "$cluster" 2>/dev/null; }
 
 wait_for() { # wait_for SECONDS DESCRIPTION CMD...
   local secs="$1" what="$2" i; shift 2
-  for ((i = 0; i < secs * 4; i++)); do
+  for ((i = 0; i < secs * 2; i++)); do
     if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.25
+    sleep 0.5
   done
-  die "timed out after ${secs}s waiting for $what (logs in $logs)"
+  die "timed out after ${secs}s waiting for $what"
 }
 
-gen_pki() {
-  [[ -f "$pki/.complete" ]] && return 0
-  mkdir -p "$pki"
-  log "generating PKI"
-  (
-    cd "$pki"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=eventdb-local-ca" 2>/dev/null
-    cat > apiserver.ext <<EOF
-subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
-extendedKeyUsage=serverAuth
-keyUsage=digitalSignature,keyEncipherment
-EOF
-    openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
-    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 3650 \
-      -extfile apiserver.ext 2>/dev/null
-    openssl genrsa -out sa.key 2048 2>/dev/null
-    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-    # client certificate for the admin (group system:masters), usable as an alternative to the token
-    openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=eventdb-admin" 2>/dev/null
-    printf 'extendedKeyUsage=clientAuth\n' > client.ext
-    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 3650 -extfile client.ext 2>/dev/null
-    # static tokens: token,user,uid,"group1,group2"
-    {
-      echo "$(openssl rand -hex 24),eventdb-admin,eventdb-admin,\"system:masters\""
-      echo "$(openssl rand -hex 24),system:kube-controller-manager,system:kube-controller-manager"
-      echo "$(openssl rand -hex 24),system:kube-scheduler,system:kube-scheduler"
-      echo "$(openssl rand -hex 24),system:node:$node_name,system:node:$node_name,\"system:nodes,system:masters\""
-    } > tokens.csv
-    chmod 600 ./*.key tokens.csv
-  )
-  touch "$pki/.complete"
+link_tools() {
+  local k8s helm
+  k8s="$("$here/build.sh" --dir kubernetes)"; helm="$("$here/build.sh" --dir helm)"
+  mkdir -p "$state/bin"
+  ln -sfn "$k8s/kubectl" "$state/bin/kubectl"
+  ln -sfn "$helm/helm" "$state/bin/helm"
+  ln -sfn "$(kind_bin)" "$state/bin/kind"
 }
 
-token_of() { grep -F ",$1," "$pki/tokens.csv" | head -1 | cut -d, -f1; }
-
-write_kubeconfig() { # write_kubeconfig FILE USER TOKEN
-  local ca
-  ca="$(base64 -w0 < "$pki/ca.crt")"
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: eventdb-local
-  cluster:
-    server: https://127.0.0.1:$api_port
-    certificate-authority-data: $ca
-users:
-- name: $2
-  user:
-    token: $3
-contexts:
-- name: eventdb-local
-  context:
-    cluster: eventdb-local
-    user: $2
-    namespace: default
-current-context: eventdb-local
-EOF
-  chmod 600 "$1"
-}
-
-api_ready() { curl -fsS --max-time 2 --cacert "$pki/ca.crt" -H "Authorization: Bearer $(token_of eventdb-admin)" \
-  "https://127.0.0.1:$api_port/readyz" ; }
-
-preflight() {
-  [[ "$(id -u)" == 0 ]] || die "the local kubelet needs root (mount/UTS namespaces for pods, /etc/hosts for pod DNS)"
-  unshare --mount --uts --propagation private true 2>/dev/null \
-    || die "unshare --mount --uts does not work here (CAP_SYS_ADMIN needed for pod volume mounts)"
-  local t
-  t="$(mktemp -d)"
-  mkdir -p "$t/l" "$t/u" "$t/w"
-  if ! unshare --mount --propagation private mount -t overlay overlay -o "lowerdir=$t/l,upperdir=$t/u,workdir=$t/w" "$t/l" 2>/dev/null; then
-    rm -rf "$t"; die "overlay mounts do not work here (containers see the repository through an overlay)"
+# ---------- host state (podman) ----------
+# Sysctls the cluster changes on the host: podman's network stack turns forwarding on, the kubelet in a privileged
+# node sets kernel-wide values. The values from before the first cluster are kept in /run (gone at reboot, as they
+# would be) and restored when the last podman container is gone.
+SYSCTLS=(net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.ipv6.conf.default.forwarding vm.overcommit_memory
+  vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+host_state=/run/eventdb-k8s
+record_sysctls() {
+  [[ -f "$host_state/sysctl-before" ]] && return 0
+  if [[ -n "$(podman ps -aq 2>/dev/null)" ]]; then
+    log "WARNING: podman containers exist already: the sysctls recorded now may not be the host's own"
   fi
-  rm -rf "$t"
-  [[ "$repo" != *[,:]* ]] || die "the repository path must not contain ',' or ':' (overlay lowerdir)"
-  [[ -w /etc/hosts ]] || die "/etc/hosts is not writable (pod DNS records go there)"
-  command -v openssl >/dev/null || die "openssl is needed for the control plane's PKI"
-  command -v curl >/dev/null || die "curl is needed"
+  mkdir -p "$host_state"
+  local s
+  for s in "${SYSCTLS[@]}"; do
+    [[ -e "/proc/sys/${s//.//}" ]] && echo "$s=$(cat "/proc/sys/${s//.//}")"
+  done > "$host_state/sysctl-before.tmp"
+  mv "$host_state/sysctl-before.tmp" "$host_state/sysctl-before"
+}
+
+restore_sysctls() {
+  [[ -f "$host_state/sysctl-before" ]] || return 0
+  local line k v
+  while IFS= read -r line; do
+    k="${line%%=*}"; v="${line#*=}"
+    if [[ "$(cat "/proc/sys/${k//.//}" 2>/dev/null)" != "$v" ]]; then
+      log "restoring $k=$v"
+      echo "$v" > "/proc/sys/${k//.//}" || log "WARNING: could not restore $k"
+    fi
+  done < "$host_state/sysctl-before"
+  # check-clean.sh compares with the record, then removes it
+}
+
+# Leftovers of podman's network stack and runtime, removed once no podman container exists (on a machine without
+# containers they are nobody's).
+clean_podman_host() {
+  if [[ -n "$(podman ps -aq 2>/dev/null)" ]]; then
+    log "other podman containers exist: leaving podman's shared network state alone"
+    return 0
+  fi
+  local t c n m
+  # working containers of image builds that were interrupted (their mounts stay), when no build runs now
+  if [[ -n "$(podman ps -aq --external --filter status=unknown 2>/dev/null; podman ps -a --external --format '{{.Names}}' 2>/dev/null | grep -- '-working-container$' || true)" ]] \
+    && ! pgrep -f '(podman|buildah) (build|bud)' >/dev/null; then
+    log "removing the working containers of interrupted image builds"
+    buildah rm --all >/dev/null 2>&1 || podman rm -af --external >/dev/null 2>&1 || true
+  fi
+  # netavark's firewall chains (iptables backend) and any nft table it made
+  for t in filter nat mangle; do
+    while IFS= read -r c; do
+      iptables -t "$t" -F "$c" 2>/dev/null || true
+    done < <(iptables -t "$t" -S 2>/dev/null | awk '/^-N NETAVARK/ {print $2}')
+    # jumps into them from the built-in chains
+    while IFS= read -r rule; do
+      eval "iptables -t $t ${rule/-A /-D }" 2>/dev/null || true
+    done < <(iptables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j NETAVARK' || true)
+    while IFS= read -r c; do
+      iptables -t "$t" -X "$c" 2>/dev/null || true
+    done < <(iptables -t "$t" -S 2>/dev/null | awk '/^-N NETAVARK/ {print $2}')
+  done
+  for t in $(ip6tables -t nat -S 2>/dev/null | awk '/^-N NETAVARK/ {print $2}'); do ip6tables -t nat -F "$t" 2>/dev/null || true; done
+  for t in filter nat mangle; do
+    while IFS= read -r rule; do
+      eval "ip6tables -t $t ${rule/-A /-D }" 2>/dev/null || true
+    done < <(ip6tables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j NETAVARK' || true)
+    while IFS= read -r c; do
+      ip6tables -t "$t" -F "$c" 2>/dev/null || true; ip6tables -t "$t" -X "$c" 2>/dev/null || true
+    done < <(ip6tables -t "$t" -S 2>/dev/null | awk '/^-N NETAVARK/ {print $2}')
+  done
+  if command -v nft >/dev/null; then
+    while read -r fam name; do
+      nft delete table "$fam" "$name" 2>/dev/null || true
+    done < <(nft list tables 2>/dev/null | awk '$3 ~ /^netavark/ {print $2, $3}')
+  fi
+  # network namespaces podman made (netns-<uuid>) and their bind mounts
+  for n in /run/netns/netns-*; do
+    [[ -e "$n" ]] || continue
+    umount "$n" 2>/dev/null || true
+    rm -f "$n"
+  done
+  if mountpoint -q /run/netns 2>/dev/null && [[ -z "$(ls -A /run/netns 2>/dev/null)" ]]; then
+    umount /run/netns 2>/dev/null || true
+  fi
+  # bridges of podman networks that are gone
+  for n in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^podman[0-9]+$' || true); do
+    ip link delete "$n" 2>/dev/null || true
+  done
+  # podman's cgroups (cgroupfs manager): deepest first, only empty ones
+  for m in /sys/fs/cgroup/*/ /sys/fs/cgroup/unified/; do
+    [[ -d "$m/libpod_parent" ]] || continue
+    find "$m/libpod_parent" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  restore_sysctls
+}
+
+# ---------- up ----------
+kind_config() { # kind_config OFFLINE(yes|no)
+  echo "kind: Cluster"
+  echo "apiVersion: kind.x-k8s.io/v1alpha4"
+  echo "networking:"
+  echo "  apiServerAddress: 127.0.0.1"
+  [[ "$1" == yes ]] && echo "  disableDefaultCNI: true"
+  echo "nodes:"
+  local i
+  for ((i = 0; i <= workers; i++)); do
+    if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
+    # the CSI hostpath driver's snapshots: one host directory shared by every node
+    echo "  extraMounts: [{hostPath: \"$state/snapshots\", containerPath: /var/lib/csi-hostpath-snapshots}]"
+  done
+  echo "kubeadmConfigPatches:"
+  if [[ "$1" == yes ]]; then
+    cat <<EOF
+- |
+  kind: ClusterConfiguration
+  imageRepository: localhost/eventdb-kind
+  etcd:
+    local:
+      imageTag: $ETCD_VERSION
+  dns:
+    imageTag: $COREDNS_VERSION
+EOF
+  fi
+  # cgroup v1 hosts (this one is): the kubelet refuses them by default since v1.35
+  cat <<'EOF'
+- |
+  kind: KubeletConfiguration
+  failCgroupV1: false
+EOF
+}
+
+has_pod_cidr() { [[ -n "$(kubectl get node "$1" -o jsonpath='{.spec.podCIDR}' 2>/dev/null)" ]]; }
+
+# The pod network of the offline node image: ptp + host-local on each node's podCIDR, and routes to the other
+# nodes' podCIDRs through their addresses on the cluster's bridge (what kindnetd does, written once at start).
+setup_pod_network() {
+  local n cidr ip others
+  declare -A cidr_of=() ip_of=()
+  for n in $(node_names); do
+    wait_for 60 "podCIDR of $n" has_pod_cidr "$n"
+    cidr_of[$n]="$(kubectl get node "$n" -o jsonpath='{.spec.podCIDR}')"
+    ip_of[$n]="$(kubectl get node "$n" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')"
+  done
+  for n in "${!cidr_of[@]}"; do
+    cidr="${cidr_of[$n]}"
+    engine exec -i "$n" sh -c 'mkdir -p /etc/cni/net.d && cat > /etc/cni/net.d/10-eventdb.conflist.tmp && mv /etc/cni/net.d/10-eventdb.conflist.tmp /etc/cni/net.d/10-eventdb.conflist' <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "eventdb-pods",
+  "plugins": [
+    {
+      "type": "ptp",
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "/run/cni-ipam-state",
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "ranges": [[{"subnet": "$cidr"}]]
+      },
+      "mtu": 1500
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+    for others in "${!cidr_of[@]}"; do
+      [[ "$others" == "$n" ]] && continue
+      engine exec "$n" ip route replace "${cidr_of[$others]}" via "${ip_of[$others]}"
+    done
+  done
+}
+
+apply_addons() { # apply_addons OFFLINE
+  local imgs
+  imgs="$("$here/node-image.sh" --image-names)"
+  eval "$imgs"
+  if [[ "$1" != yes ]]; then
+    # a kindest/node cluster: our add-on images are loaded, kind's local-path StorageClass makes room for ours,
+    # the VolumeSnapshot CRDs are applied here
+    local d
+    d="$("$here/node-image.sh" --addons)"
+    kind_ load image-archive --name "$cluster" "$d"/*.tar >&2
+    if [[ "$(kubectl get storageclass standard -o jsonpath='{.provisioner}' 2>/dev/null)" != hostpath.csi.eventdb.local ]]; then
+      kubectl delete storageclass standard --ignore-not-found >&2
+    fi
+    kubectl apply --server-side -f "$("$here/build.sh" --dir csi)/crds" >&2
+  fi
+  wait_for 60 "the VolumeSnapshot CRDs" kubectl wait --for condition=established --timeout=1s \
+    crd/volumesnapshots.snapshot.storage.k8s.io crd/volumesnapshotcontents.snapshot.storage.k8s.io \
+    crd/volumesnapshotclasses.snapshot.storage.k8s.io
+  sed -e "s|@HOSTPATH_IMAGE@|$HOSTPATH_IMAGE|" -e "s|@PROVISIONER_IMAGE@|$PROVISIONER_IMAGE|" \
+    -e "s|@SNAPSHOTTER_IMAGE@|$SNAPSHOTTER_IMAGE|" -e "s|@SNAPSHOT_CONTROLLER_IMAGE@|$SNAPSHOT_CONTROLLER_IMAGE|" \
+    "$here/addons/storage.yaml" | kubectl apply --server-side --force-conflicts -f - >&2
 }
 
 up() {
-  local t0 bin
+  local t0 node_image offline=no
   t0=$(date +%s)
-  preflight
-  bin="$("$here/build.sh" | tail -1)"
-  [[ -x "$bin/kube-apiserver" ]] || die "build did not produce binaries in $bin"
-  mkdir -p "$state/bin" "$pids" "$logs"
-  for b in kubectl helm; do ln -sfn "$bin/$b" "$state/bin/$b"; done
-  [[ -f "$repo/dist/test/k8s/kubelet/main.js" ]] || die "dist/test/k8s/kubelet/main.js missing: run make build"
-  gen_pki
-
-  start etcd "$bin/etcd" "$bin/etcd" --name default --data-dir "$state/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
-    --initial-cluster "default=http://127.0.0.1:$etcd_peer_port" \
-    --unsafe-no-fsync --quota-backend-bytes 2147483648 --log-level warn
-  wait_for 30 "etcd" curl -fsS --max-time 1 "http://127.0.0.1:$etcd_port/health"
-
-  start kube-apiserver "$bin/kube-apiserver" "$bin/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-    --client-ca-file "$pki/ca.crt" --token-auth-file "$pki/tokens.csv" \
-    --authorization-mode RBAC --anonymous-auth=false \
-    --service-cluster-ip-range "$service_cidr" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --allow-privileged=true --cert-dir "$state/apiserver-certs" --profiling=false \
-    --endpoint-reconciler-type lease --kubelet-preferred-address-types InternalIP --v 1
-  wait_for 90 "kube-apiserver /readyz" api_ready
-
-  write_kubeconfig "$state/kubeconfig" eventdb-admin "$(token_of eventdb-admin)"
-  write_kubeconfig "$state/controller-manager.kubeconfig" system:kube-controller-manager "$(token_of system:kube-controller-manager)"
-  write_kubeconfig "$state/scheduler.kubeconfig" system:kube-scheduler "$(token_of system:kube-scheduler)"
-  write_kubeconfig "$state/kubelet.kubeconfig" "system:node:$node_name" "$(token_of "system:node:$node_name")"
-
-  start kube-controller-manager "$bin/kube-controller-manager" "$bin/kube-controller-manager" \
-    --kubeconfig "$state/controller-manager.kubeconfig" \
-    --authentication-kubeconfig "$state/controller-manager.kubeconfig" \
-    --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
-    --use-service-account-credentials=true \
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --service-cluster-ip-range "$service_cidr" --cluster-name eventdb-local \
-    --concurrent-statefulset-syncs 5 --concurrent-gc-syncs 10 --v 1
-  start kube-scheduler "$bin/kube-scheduler" "$bin/kube-scheduler" \
-    --kubeconfig "$state/scheduler.kubeconfig" \
-    --authentication-kubeconfig "$state/scheduler.kubeconfig" \
-    --authorization-kubeconfig "$state/scheduler.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false --v 1
-  mkdir -p "$state/kubelet"
-  start kubelet "$repo/dist/test/k8s/kubelet/main.js" node "$repo/dist/test/k8s/kubelet/main.js" \
-    --kubeconfig "$state/kubelet.kubeconfig" --state-dir "$state/kubelet" --node-name "$node_name" --repo "$repo" \
-    --server-port "$kubelet_port" --tls-cert "$pki/apiserver.crt" --tls-key "$pki/apiserver.key" \
-    --scratch-dir "$scratch" --nodes "$node_count"
-
-  local kubectl=("$state/bin/kubectl" --kubeconfig "$state/kubeconfig")
-  wait_for 60 "node $node_name Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name" --timeout=2s
-  local i
-  for ((i = 2; i <= node_count; i++)); do
-    wait_for 30 "node $node_name-$i Ready" "${kubectl[@]}" wait --for=condition=Ready "node/$node_name-$i" --timeout=2s
-  done
-  wait_for 60 "service account default/default" "${kubectl[@]}" get serviceaccount default -n default
-  for name in kube-controller-manager kube-scheduler kubelet; do
-    pid_alive "$name" || die "$name exited (see $logs/$name.log)"
-  done
-  log "control plane up in $(( $(date +%s) - t0 ))s: export KUBECONFIG=$state/kubeconfig; PATH=$state/bin:\$PATH"
-}
-
-clean_hosts() {
-  if grep -q '# BEGIN eventdb-local-kubelet' /etc/hosts 2>/dev/null; then
-    local tmp
-    tmp="$(sed '/# BEGIN eventdb-local-kubelet/,/# END eventdb-local-kubelet/d' /etc/hosts)"
-    # rewrite in place (no rename: /etc/hosts may be a bind mount)
-    printf '%s\n' "$tmp" > /etc/hosts
+  prov="$(provider)"
+  [[ "$prov" == podman ]] && record_sysctls
+  "$here/build.sh" kubernetes helm kind >/dev/null
+  link_tools
+  local answers=no
+  if cluster_exists && [[ -f "$state/kubeconfig" ]] && kubectl get --raw /readyz >/dev/null 2>&1; then
+    answers=yes
+    if [[ -f "$state/ready" ]]; then
+      log "cluster $cluster runs already (kubeconfig $state/kubeconfig)"
+      return 0
+    fi
   fi
+  if [[ -n "${EVENTDB_K8S_NODE_IMAGE:-}" ]]; then
+    node_image="$EVENTDB_K8S_NODE_IMAGE"
+  elif engine image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 || timeout 120 "$prov" pull "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+    node_image="$KIND_NODE_IMAGE"
+  else
+    [[ "$prov" == podman ]] || die "cannot pull $KIND_NODE_IMAGE with Docker (the offline node image is made with podman)"
+    log "$KIND_NODE_IMAGE cannot be pulled: using the node image assembled offline"
+    node_image="$("$here/node-image.sh" | tail -1)"
+  fi
+  [[ "$node_image" == localhost/eventdb-kind/* ]] && offline=yes
+  if [[ "$answers" == yes ]]; then
+    log "cluster $cluster exists: finishing its set-up"
+  else
+    if cluster_exists; then
+      log "cluster $cluster exists but does not answer: deleting it first"
+      kind_ delete cluster --name "$cluster" >&2
+    fi
+    mkdir -p "$state/snapshots"
+    kind_config "$offline" > "$state/kind-config.yaml"
+    log "creating kind cluster $cluster ($prov, $node_image, $((workers + 1)) node(s))"
+    local tc=$(date +%s)
+    kind_ create cluster --name "$cluster" --image "$node_image" --config "$state/kind-config.yaml" \
+      --kubeconfig "$state/kubeconfig" --wait 0s >&2
+    log "kind create took $(( $(date +%s) - tc ))s"
+    chmod 600 "$state/kubeconfig"
+  fi
+  [[ "$offline" == yes ]] && setup_pod_network
+  apply_addons "$offline"
+  wait_for 120 "nodes Ready" kubectl wait --for=condition=Ready nodes --all --timeout=1s
+  wait_for 120 "CoreDNS" kubectl -n kube-system rollout status deployment/coredns --timeout=1s
+  wait_for 120 "the snapshot controller" kubectl -n kube-system rollout status deployment/snapshot-controller --timeout=1s
+  wait_for 120 "the CSI hostpath driver" kubectl -n kube-system rollout status daemonset/csi-hostpath --timeout=1s
+  wait_for 60 "the CSI driver's registration on every node" csi_registered
+  wait_for 60 "service account default/default" kubectl get serviceaccount default -n default
+  # images made earlier by `make images` go in too
+  local archives=()
+  for f in "$state"/images/*.tar; do [[ -f "$f" ]] && archives+=("$f"); done
+  if ((${#archives[@]})); then load "${archives[@]}"; fi
+  touch "$state/ready"
+  log "cluster $cluster up in $(( $(date +%s) - t0 ))s: export KUBECONFIG=$state/kubeconfig PATH=$state/bin:\$PATH"
 }
 
+csi_registered() {
+  local n
+  for n in $(node_names); do
+    kubectl get csinode "$n" -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null | grep -q hostpath.csi.eventdb.local || return 1
+  done
+}
+
+load() {
+  prov="${prov:-$(provider)}"
+  cluster_exists || die "cluster $cluster does not run (make k8s-up)"
+  local t0=$(date +%s)
+  kind_ load image-archive --name "$cluster" "$@" >&2
+  log "loaded $* in $(( $(date +%s) - t0 ))s"
+}
+
+# ---------- down ----------
 down() {
-  if [[ -d "$pids" ]]; then
-    stop kubelet 60
-    stop kube-scheduler
-    stop kube-controller-manager
-    stop kube-apiserver
-    stop etcd
+  local images=no
+  [[ "${1:-}" == --images ]] && images=yes
+  prov="$(provider)"
+  if [[ -x "$(kind_bin)" ]] && cluster_exists; then
+    log "deleting kind cluster $cluster"
+    kind_ delete cluster --name "$cluster" >&2
   fi
-  # container processes that outlived the kubelet (e.g. it was SIGKILLed): recorded per pod by the kubelet
-  if [[ -d "$state/kubelet/pods" ]]; then
-    local f pid
-    while IFS= read -r f; do
-      pid="$(cat "$f" 2>/dev/null || true)"
-      if [[ "$pid" =~ ^[0-9]+$ ]] && [[ -d "/proc/$pid" ]] && grep -qa "EVENTDB_K8S_STATE=$state" "/proc/$pid/environ" 2>/dev/null; then
-        log "killing leftover container process $pid"
-        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-      fi
-    done < <(find "$state/kubelet/pods" -name '*.pid' 2>/dev/null)
+  if [[ "$prov" == podman ]]; then
+    # what kind may leave when interrupted: the node containers and their /var volumes, and the network
+    local c v
+    for c in $(podman ps -aq --filter "label=io.x-k8s.kind.cluster=$cluster" 2>/dev/null); do podman rm -f -v "$c" >&2 || true; done
+    # kind labels a node's /var volume with "<node name>=true"
+    for v in $(podman volume ls --format '{{.Name}} {{.Labels}}' 2>/dev/null | grep -E "[[ ]$cluster-(control-plane|worker[0-9]*):true" | awk '{print $1}' || true); do
+      podman volume rm -f "$v" >&2 || true
+    done
+    if podman network exists "$cluster" 2>/dev/null; then podman network rm -f "$cluster" >&2 || true; fi
+    if [[ "$images" == yes ]]; then
+      local i
+      for i in $(podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -E '^(localhost/eventdb-kind/|localhost/eventdb-base/|localhost/eventdb(-operator)?:|docker.io/library/eventdb(-operator)?:)' || true); do
+        podman rmi -f "$i" >&2 || true
+      done
+      podman image prune -f >/dev/null 2>&1 || true
+    fi
+    clean_podman_host
   fi
-  # volume mount points the kubelet created on the host (removed only if empty)
-  if [[ -f "$state/kubelet/created-dirs" ]]; then
-    local d
-    while IFS= read -r d; do
-      [[ -n "$d" ]] || continue
-      if [[ -d "$d" ]]; then rmdir "$d" 2>/dev/null || true; elif [[ -f "$d" && ! -s "$d" ]]; then rm -f "$d"; fi
-    done < <(sort -r "$state/kubelet/created-dirs")
-  fi
-  clean_hosts
-  rm -rf "$state" "$scratch"
-  log "control plane down"
+  rm -rf "$state"
+  log "cluster $cluster down"
+  "$here/check-clean.sh" "$cluster"
 }
 
 status() {
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
-    if pid_alive "$name"; then echo "$name running (pid $(cat "$pids/$name.pid"))"; else echo "$name stopped"; fi
-  done
+  prov="$(provider)"
+  cluster_exists || { echo "cluster $cluster: not running"; return 1; }
+  echo "cluster $cluster ($prov), kubeconfig $state/kubeconfig"
+  kubectl get nodes -o wide
 }
 
 case "${1:-}" in
   up) up ;;
-  down) down ;;
+  down) shift; down "$@" ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  load) shift; load "$@" ;;
+  name) echo "$cluster" ;;
+  *) echo "usage: $0 up|down [--images]|status|load FILE...|name" >&2; exit 2 ;;
 esac

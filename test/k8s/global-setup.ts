@@ -1,5 +1,8 @@
-// vitest globalSetup of the `k8s` project: starts the local control plane once per run (or uses the cluster
-// in $KUBECONFIG) and provides its description to the tests through inject('k8s').
+// vitest globalSetup of the `k8s` project. Either the cluster in $KUBECONFIG (any cluster: the images are then
+// $IMAGE_REGISTRY/eventdb:dev, pushed there by `make images IMAGE_REGISTRY=...`), or this checkout's kind cluster:
+// created for the run when it does not run yet (and deleted afterwards, with the check that nothing is left on the
+// host), with the images built from this checkout and loaded into it. Never skipped silently: where the tier cannot
+// run it says why, and in CI it fails instead.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,12 +12,13 @@ import type { TestProject } from 'vitest/node';
 export interface K8sContext {
   /** kubeconfig the tests use */
   kubeconfig: string;
-  /** true when the cluster is the local control plane with the local kubelet (process-level checks possible) */
-  local: boolean;
-  /** state directory of the local control plane (empty for external clusters) */
-  stateDir: string;
-  /** helm binary */
+  /** kubectl and helm binaries */
+  kubectl: string;
   helm: string;
+  /** the node image the pods run */
+  image: string;
+  /** true for this checkout's kind cluster (made by test/k8s/cluster.sh) */
+  kind: boolean;
   /** set when the tier cannot run here; tests report it as skipped with this reason */
   skipReason: string;
 }
@@ -26,53 +30,78 @@ declare module 'vitest' {
 }
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const clusterSh = path.join(repo, 'test/k8s/cluster.sh');
+const k8sDir = path.join(repo, 'test/k8s');
 const stateDir = path.join(repo, '.local/k8s');
 
-function haveGo(): boolean {
-  return spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+function sh(script: string, args: string[], timeoutMs: number): number | null {
+  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs });
+  if (r.error) process.stdout.write(`[k8s] ${script} ${args.join(' ')}: ${r.error.message}\n`);
+  return r.status;
 }
 
-function localRunning(): boolean {
-  const r = spawnSync(clusterSh, ['status'], { encoding: 'utf8' });
-  return r.status === 0 && /kube-apiserver running/.test(r.stdout) && /kubelet running/.test(r.stdout);
+function have(cmd: string, args: string[]): boolean {
+  return spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
+}
+
+/** Why this machine cannot make a kind cluster, or '' when it can. */
+function cannotMakeCluster(): string {
+  if (!have('go', ['version'])) return 'the kind cluster is built from Go modules and Go is not installed';
+  const docker = have('docker', ['info']);
+  if (!docker && process.getuid?.() !== 0) return 'no Docker daemon answers and rootful podman needs root';
+  if (!docker && !have('sh', ['-c', 'command -v podman || command -v apt-get'])) return 'neither Docker nor podman (nor apt-get to install it)';
+  return '';
 }
 
 let startedHere = false;
 
 export function setup(project: TestProject): void {
   const external = process.env['KUBECONFIG'];
-  if (external && process.env['EVENTDB_K8S_FORCE_LOCAL'] !== '1') {
+  if (external && process.env['EVENTDB_K8S_FORCE_KIND'] !== '1') {
     if (!fs.existsSync(external)) throw new Error(`KUBECONFIG=${external} does not exist`);
-    process.stdout.write(`[k8s] using the cluster in KUBECONFIG=${external}\n`);
-    project.provide('k8s', { kubeconfig: external, local: false, stateDir: '', helm: process.env['HELM'] ?? 'helm', skipReason: '' });
+    const registry = process.env['IMAGE_REGISTRY'];
+    const image = process.env['EVENTDB_K8S_IMAGE'] ?? (registry ? `${registry}/eventdb:dev` : 'eventdb:dev');
+    process.stdout.write(`[k8s] using the cluster in KUBECONFIG=${external}, image ${image}\n`);
+    project.provide('k8s', {
+      kubeconfig: external,
+      kubectl: process.env['KUBECTL'] ?? 'kubectl',
+      helm: process.env['HELM'] ?? 'helm',
+      image,
+      kind: false,
+      skipReason: '',
+    });
     return;
   }
-  if (!haveGo()) {
-    const reason = 'the k8s tier needs Go (to build the local control plane) or KUBECONFIG pointing at a cluster';
-    if (process.env['CI']) throw new Error(`[k8s] ${reason}; refusing to skip in CI`);
-    process.stdout.write(`\n[k8s] WARNING: SKIPPING the k8s tier: ${reason}\n\n`);
-    project.provide('k8s', { kubeconfig: '', local: true, stateDir, helm: '', skipReason: reason });
+  const reason = cannotMakeCluster();
+  if (reason) {
+    if (process.env['CI']) throw new Error(`[k8s] ${reason}; refusing to skip the k8s tier in CI`);
+    process.stdout.write(`\n[k8s] WARNING: SKIPPING the k8s tier: ${reason} (or set KUBECONFIG to a cluster)\n\n`);
+    project.provide('k8s', { kubeconfig: '', kubectl: '', helm: '', image: '', kind: true, skipReason: reason });
     return;
   }
-  if (localRunning()) {
-    process.stdout.write('[k8s] local control plane already running: using it (and leaving it running)\n');
+  const running = sh('cluster.sh', ['status'], 120_000) === 0;
+  const t0 = Date.now();
+  if (running) {
+    process.stdout.write('[k8s] the kind cluster of this checkout runs: using it (and leaving it running)\n');
   } else {
-    process.stdout.write('[k8s] starting the local control plane (first run builds it: see README)\n');
-    const t0 = Date.now();
+    process.stdout.write('[k8s] creating the kind cluster of this checkout (the first run builds everything: see README)\n');
     startedHere = true;
-    const r = spawnSync(clusterSh, ['up'], { stdio: 'inherit', timeout: 80 * 60_000 });
-    if (r.status !== 0) {
-      spawnSync(clusterSh, ['down'], { stdio: 'inherit', timeout: 120_000 });
-      throw new Error(`[k8s] cluster.sh up failed (status ${String(r.status)}${r.error ? `, ${r.error.message}` : ''})`);
+    if (sh('cluster.sh', ['up'], 85 * 60_000) !== 0) {
+      sh('cluster.sh', ['down'], 300_000);
+      throw new Error('[k8s] test/k8s/cluster.sh up failed');
     }
-    process.stdout.write(`[k8s] control plane up in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
   }
+  // the images of this checkout, loaded into the cluster
+  if (sh('images.sh', [], 30 * 60_000) !== 0) {
+    if (startedHere) sh('cluster.sh', ['down'], 300_000);
+    throw new Error('[k8s] test/k8s/images.sh failed');
+  }
+  process.stdout.write(`[k8s] cluster and images ready in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
   project.provide('k8s', {
     kubeconfig: path.join(stateDir, 'kubeconfig'),
-    local: true,
-    stateDir,
+    kubectl: path.join(stateDir, 'bin/kubectl'),
     helm: path.join(stateDir, 'bin/helm'),
+    image: 'eventdb:dev',
+    kind: true,
     skipReason: '',
   });
 }
@@ -80,8 +109,13 @@ export function setup(project: TestProject): void {
 export function teardown(): void {
   if (!startedHere) return;
   if (process.env['EVENTDB_K8S_KEEP'] === '1') {
-    process.stdout.write('[k8s] EVENTDB_K8S_KEEP=1: leaving the control plane running (make k8s-down stops it)\n');
+    process.stdout.write('[k8s] EVENTDB_K8S_KEEP=1: leaving the cluster running (make k8s-down deletes it)\n');
     return;
   }
-  spawnSync(clusterSh, ['down'], { stdio: 'inherit', timeout: 180_000 });
+  // cluster.sh down ends with check-clean.sh: a leftover on the host fails the run (a throw here would only be
+  // logged by vitest, so the exit code says it)
+  if (sh('cluster.sh', ['down'], 600_000) !== 0) {
+    process.stderr.write('\nFAIL: [k8s] deleting the cluster failed or left something on the host (see above)\n');
+    process.exitCode = 1;
+  }
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NODE_MODE, api, ctx, run, useNamespace, waitFor } from './helpers.js';
+import { api, ctx, image, run, useNamespace, waitFor } from './helpers.js';
 
 const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/chart');
 
@@ -34,9 +34,13 @@ describe.skipIf(!!ctx().skipReason)('helm', () => {
     expect(tpl.out).toContain('kind: Deployment');
     expect(tpl.out).toContain('replicas: 3');
 
-    // the chart runs the stand-in fixture unless the real node is under test (then the image's entrypoint)
-    const nodeValues = NODE_MODE === 'real' ? ['--set', 'command=null'] : [];
-    const install = run(c.helm, ['install', 'fx', chart, '--namespace', ns(), '--wait', '--timeout', '120s', ...nodeValues], env);
+    // the chart runs the node image (its entrypoint, --insecure --mem-db)
+    const [repository, tag] = [image().slice(0, image().lastIndexOf(':')), image().slice(image().lastIndexOf(':') + 1)];
+    const install = run(
+      c.helm,
+      ['install', 'fx', chart, '--namespace', ns(), '--wait', '--timeout', '180s', '--set', `image.repository=${repository}`, '--set', `image.tag=${tag}`],
+      env,
+    );
     expect(install.status, install.out).toBe(0);
     expect(install.out).toContain('STATUS: deployed');
 

@@ -1,30 +1,24 @@
-// Helpers of the k8s test tier: API access, one namespace per test, bounded waits, pod process checks.
-import fs from 'node:fs';
-import http from 'node:http';
+// Helpers of the k8s test tier: API access, kubectl, one namespace per test, bounded waits.
 import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, inject } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Api } from './kubelet/api.js';
+import { Api } from './api.js';
 import type { K8sContext } from './global-setup.js';
 
 export { Api };
 
-/** Image of the EventDB node. The local kubelet runs it from the repository's build (entrypoint
- * `node /app/dist/node/src/main.js`, workdir /app = the repository). */
-export const IMAGE = process.env['EVENTDB_K8S_IMAGE'] ?? 'eventdb:dev';
-
-/**
- * Command of the node container: the image's entrypoint (the real node, default), or with
- * EVENTDB_K8S_NODE=standin the stand-in fixture test/k8s/fixtures/standin-node.mjs.
- */
-export const NODE_MODE: 'real' | 'standin' = (process.env['EVENTDB_K8S_NODE'] as 'real' | 'standin' | undefined) ?? 'real';
-export const NODE_COMMAND: string[] | undefined = NODE_MODE === 'real' ? undefined : ['node', '/app/test/k8s/fixtures/standin-node.mjs'];
-export const STANDIN_COMMAND = ['node', '/app/test/k8s/fixtures/standin-node.mjs'];
-
 export function ctx(): K8sContext {
   return inject('k8s');
 }
+
+/** The node image the pods run (eventdb:dev, or $IMAGE_REGISTRY/eventdb:dev on another cluster). */
+export function image(): string {
+  return ctx().image;
+}
+
+/** The node image's user and group (pods give it their volumes through fsGroup). */
+export const NODE_UID = 10001;
 
 let apiSingleton: Api | undefined;
 export function api(): Api {
@@ -64,7 +58,7 @@ export async function createNamespace(prefix: string): Promise<string> {
   return name;
 }
 
-export async function deleteNamespace(name: string, timeoutMs = 120_000): Promise<void> {
+export async function deleteNamespace(name: string, timeoutMs = 180_000): Promise<void> {
   await api().call('DELETE', `/api/v1/namespaces/${name}`, undefined, { ok: [404, 409] });
   await waitFor(`namespace ${name} to disappear`, async () => (await api().get(`/api/v1/namespaces/${name}`)) === undefined, timeoutMs, 1000);
 }
@@ -81,7 +75,7 @@ export function useNamespace(prefix: string): () => string {
     const ns = current;
     current = '';
     await deleteNamespace(ns);
-  }, 180_000);
+  }, 240_000);
   return () => current;
 }
 
@@ -97,70 +91,87 @@ export function podReady(p: V1Pod | undefined): boolean {
   return !!p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-export async function waitPodReady(ns: string, name: string, timeoutMs = 90_000): Promise<V1Pod> {
-  return await waitFor(`pod ${ns}/${name} Ready`, async () => {
-    const p = await getPod(ns, name);
-    return podReady(p) ? p : undefined;
-  }, timeoutMs);
+/** The pod's status and the last lines of its containers' logs, for failure messages. */
+export async function describePod(ns: string, name: string): Promise<string> {
+  const p = await getPod(ns, name).catch(() => undefined);
+  const logs: string[] = [];
+  for (const c of p?.spec?.containers ?? []) logs.push(`--- ${c.name}:\n${(await podLogs(ns, name, c.name).catch((e: unknown) => String(e))).slice(-3000)}`);
+  const events = await api()
+    .get<{ items?: Array<{ reason?: string; message?: string }> }>(`/api/v1/namespaces/${ns}/events?fieldSelector=involvedObject.name=${name}`)
+    .catch(() => undefined);
+  return `pod ${ns}/${name} status: ${JSON.stringify(p?.status)}\nevents: ${(events?.items ?? []).map((e) => `${e.reason ?? ''}: ${e.message ?? ''}`).join('; ')}\n${logs.join('\n')}`;
 }
 
-export async function waitPodPhase(ns: string, name: string, phases: string[], timeoutMs = 90_000): Promise<V1Pod> {
-  return await waitFor(`pod ${ns}/${name} in ${phases.join('|')}`, async () => {
-    const p = await getPod(ns, name);
-    return p?.status?.phase && phases.includes(p.status.phase) ? p : undefined;
-  }, timeoutMs);
+export async function waitPodReady(ns: string, name: string, timeoutMs = 120_000): Promise<V1Pod> {
+  try {
+    return await waitFor(`pod ${ns}/${name} Ready`, async () => {
+      const p = await getPod(ns, name);
+      return podReady(p) ? p : undefined;
+    }, timeoutMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await describePod(ns, name)}`);
+  }
 }
 
-export async function waitPodGone(ns: string, name: string, timeoutMs = 90_000): Promise<void> {
+export async function waitPodPhase(ns: string, name: string, phases: string[], timeoutMs = 120_000): Promise<V1Pod> {
+  try {
+    return await waitFor(`pod ${ns}/${name} in ${phases.join('|')}`, async () => {
+      const p = await getPod(ns, name);
+      return p?.status?.phase && phases.includes(p.status.phase) ? p : undefined;
+    }, timeoutMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await describePod(ns, name)}`);
+  }
+}
+
+export async function waitPodGone(ns: string, name: string, timeoutMs = 120_000): Promise<void> {
   await waitFor(`pod ${ns}/${name} gone`, async () => (await getPod(ns, name)) === undefined, timeoutMs);
 }
 
-/** Local kubelet only: the pid of a running container (the containerID is eventdb-local://<pid>). */
-export function containerPid(p: V1Pod | undefined, container?: string): number | undefined {
-  const st = (p?.status?.containerStatuses ?? []).find((c) => container === undefined || c.name === container);
-  const m = /^eventdb-local:\/\/(\d+)$/.exec(st?.containerID ?? '');
-  return m ? Number(m[1]) : undefined;
+/** A container's log through the API server (what `kubectl logs` shows). */
+export async function podLogs(ns: string, name: string, container?: string): Promise<string> {
+  const q = container ? `?container=${encodeURIComponent(container)}` : '';
+  return (await api().call('GET', `/api/v1/namespaces/${ns}/pods/${name}/log${q}`)).text;
 }
 
-export function processAlive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) Z/.test(stat);
-  } catch {
-    return false;
-  }
-}
-
-export async function httpGet(url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timeout`)));
-    req.on('error', reject);
-  });
-}
-
-/** Local kubelet only: the container log file of a pod. */
-export function localLog(p: V1Pod | undefined, container: string): string {
+/** Runs kubectl against the test cluster; never throws, returns the exit status and output. */
+export function kubectl(args: string[], input?: string, timeoutMs = 120_000): { status: number; out: string; stdout: string } {
   const c = ctx();
-  if (!c.local || !p?.metadata) return '';
-  const f = `${c.stateDir}/kubelet/pods/${p.metadata.namespace ?? ''}_${p.metadata.name ?? ''}_${p.metadata.uid ?? ''}/${container}.log`;
-  try {
-    return fs.readFileSync(f, 'utf8');
-  } catch {
-    return '';
-  }
+  const r = spawnSync(c.kubectl, ['--kubeconfig', c.kubeconfig, ...args], { encoding: 'utf8', input, timeout: timeoutMs });
+  return { status: r.status ?? -1, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? r.error.message : ''}`, stdout: r.stdout ?? '' };
+}
+
+/** `kubectl exec` into a container; throws with the output when the command fails. */
+export function execIn(ns: string, pod: string, command: string[], container?: string): string {
+  const r = kubectl(['exec', '-n', ns, pod, ...(container ? ['-c', container] : []), '--', ...command]);
+  if (r.status !== 0) throw new Error(`kubectl exec ${ns}/${pod} ${command.join(' ')} -> ${r.status}:\n${r.out}`);
+  return r.stdout;
+}
+
+/** The container spec of an EventDB node: the image's entrypoint with `args`, probed on its HTTP port. */
+export function nodeContainer(args: string[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'eventdb',
+    image: image(),
+    imagePullPolicy: 'IfNotPresent',
+    args,
+    ports: [{ name: 'http', containerPort: 2113 }],
+    readinessProbe: { httpGet: { path: '/health/live', port: 'http' }, periodSeconds: 1, failureThreshold: 3 },
+    ...extra,
+  };
 }
 
 /**
- * Runs a short-lived pod of the eventdb image whose command is `node -e <script>` and waits for it to finish.
- * The script runs inside the cluster (pod network, pod DNS). Returns the final pod.
+ * Runs a short-lived pod of the node image whose command is `node -e <script>` and waits for it to finish. The
+ * script runs inside the cluster (pod network, cluster DNS). Returns the final pod and its log.
  */
-export async function runScriptPod(ns: string, name: string, script: string, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<V1Pod> {
+export async function runScriptPod(
+  ns: string,
+  name: string,
+  script: string,
+  env: Record<string, string> = {},
+  opts: { timeoutMs?: number; volumes?: unknown[]; volumeMounts?: unknown[]; fsGroup?: number } = {},
+): Promise<{ pod: V1Pod; log: string }> {
   await create(`/api/v1/namespaces/${ns}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -168,17 +179,22 @@ export async function runScriptPod(ns: string, name: string, script: string, env
     spec: {
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
+      ...(opts.fsGroup !== undefined ? { securityContext: { fsGroup: opts.fsGroup } } : {}),
       containers: [
         {
           name: 'script',
-          image: IMAGE,
+          image: image(),
+          imagePullPolicy: 'IfNotPresent',
           command: ['node', '-e', script],
           env: Object.entries(env).map(([k, v]) => ({ name: k, value: v })),
+          ...(opts.volumeMounts ? { volumeMounts: opts.volumeMounts } : {}),
         },
       ],
+      ...(opts.volumes ? { volumes: opts.volumes } : {}),
     },
   });
-  return await waitPodPhase(ns, name, ['Succeeded', 'Failed'], timeoutMs);
+  const pod = await waitPodPhase(ns, name, ['Succeeded', 'Failed'], opts.timeoutMs ?? 120_000);
+  return { pod, log: await podLogs(ns, name) };
 }
 
 export function run(cmd: string, args: string[], env: Record<string, string> = {}): { status: number; out: string } {

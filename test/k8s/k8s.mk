@@ -1,21 +1,32 @@
-# Local Kubernetes control plane (included by the top-level Makefile). Versions: test/k8s/versions.env.
+# Kubernetes: container images and the kind cluster (included by the top-level Makefile).
+# Versions: test/k8s/versions.env. Caches: ~/.cache/eventdb-k8s (EVENTDB_K8S_CACHE). README: "Kubernetes".
 K8S_DIR := test/k8s
-HAVE_GO := $(shell command -v go >/dev/null 2>&1 && echo yes)
 
-.PHONY: k8s-build k8s-up k8s-down k8s-status test-k8s
+.PHONY: images k8s-build k8s-node-image k8s-up k8s-down k8s-status k8s-check test-k8s
 
-k8s-build: ## build the pinned control-plane binaries into ~/.cache/eventdb-k8s (first time only)
+images: ## build eventdb:dev and eventdb-operator:dev (Docker or podman; offline base where no registry answers) and load them into the cluster
+	$(K8S_DIR)/images.sh
+
+k8s-build: ## build every Kubernetes program the cluster needs from Go modules into ~/.cache/eventdb-k8s (first time only)
 	$(K8S_DIR)/build.sh
 
-k8s-up: build ## start etcd, kube-apiserver, controller-manager, scheduler and the local kubelet; writes .local/k8s/kubeconfig
+k8s-node-image: ## assemble the kind node image offline (when kindest/node cannot be pulled; cached by version)
+	$(K8S_DIR)/host-setup.sh >/dev/null
+	$(K8S_DIR)/node-image.sh
+
+k8s-up: ## create this checkout's kind cluster (kind + Docker or rootful podman); writes .local/k8s/kubeconfig
 	$(K8S_DIR)/cluster.sh up
 	@echo "export KUBECONFIG=$(CURDIR)/.local/k8s/kubeconfig PATH=$(CURDIR)/.local/k8s/bin:\$$PATH"
 
-k8s-down: ## stop the local control plane and its pods, remove .local/k8s
-	$(K8S_DIR)/cluster.sh down
+k8s-down: ## delete the cluster and every trace on the host (IMAGES=1: also the images made); idempotent
+	$(K8S_DIR)/cluster.sh down $(if $(IMAGES),--images)
 
-k8s-status: ## show which control-plane processes run
+k8s-status: ## show the cluster's nodes
 	$(K8S_DIR)/cluster.sh status
 
-test-k8s: build ## Kubernetes tests (local control plane, or the cluster in $KUBECONFIG)
+k8s-check: ## check that no cluster of this checkout left anything on the host
+	$(K8S_DIR)/check-clean.sh
+
+test-k8s: build ## Kubernetes tests: on this checkout's kind cluster (made and deleted for the run), or the cluster in $KUBECONFIG
+	cd $(K8S_DIR)/go && go vet ./... && go test ./...
 	npx vitest run --config test/vitest.config.ts --project k8s

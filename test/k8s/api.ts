@@ -1,4 +1,4 @@
-// Minimal Kubernetes REST client for the local kubelet: JSON requests with a bounded timeout.
+// Minimal Kubernetes REST client for the k8s tests: JSON requests with a bounded timeout.
 // Built on KubeConfig.applyToHTTPSOptions so token and client-certificate kubeconfigs both work.
 import https from 'node:https';
 import http from 'node:http';
