@@ -38,20 +38,10 @@ export default defineConfig({
         },
       },
       {
-        // The operator on a real Kubernetes cluster (the one of the k8s tier).
-        test: {
-          name: 'operator-k8s',
-          include: ['test/operator/k8s/**/*.test.ts'],
-          globalSetup: ['test/k8s/global-setup.ts'],
-          testTimeout: 1_200_000,
-          hookTimeout: 600_000,
-          fileParallelism: false,
-        },
-      },
-      {
         test: {
           name: 'k8s',
-          include: ['test/k8s/**/*.test.ts'],
+          // test/operator/k8s: the operator on the same cluster (one globalSetup for both)
+          include: ['test/k8s/**/*.test.ts', 'test/operator/k8s/**/*.test.ts'],
           globalSetup: ['test/k8s/global-setup.ts'],
           // one file at a time: the cluster shares the machine's two cores
           fileParallelism: false,
