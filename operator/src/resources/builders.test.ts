@@ -86,8 +86,8 @@ describe('node configuration file', () => {
     const env = (pod({ storage: { data: { size: '1Gi' }, index: { size: '1Gi' } } }) as Json)['spec'].containers[0].env as Json[];
     expect(env).toEqual(
       expect.arrayContaining([
-        { name: 'SERVICE_DB', value: '/var/lib/eventdb/db' },
-        { name: 'SERVICE_INDEX', value: '/var/lib/eventdb/index' },
+        { name: 'SERVICE_DB', value: '/data/db' },
+        { name: 'SERVICE_INDEX', value: '/index' },
         { name: 'SERVICE_NODE_IP', value: '0.0.0.0' },
         { name: 'SERVICE_NODE_PORT', value: '2113' },
       ]),

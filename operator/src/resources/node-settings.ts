@@ -16,10 +16,14 @@ import { nodeHasOption } from '../api/node-configuration.js';
 import type { EffectiveSpec } from './effective-spec.js';
 import { podDnsName, podName } from './names.js';
 
-/** The data PVC, at the node image's data folder. */
-export const DATA_MOUNT_PATH = '/var/lib/eventdb';
-/** The index folder: on the data volume, or the index PVC mounted there. */
-export const INDEX_MOUNT_PATH = '/var/lib/eventdb/index';
+/**
+ * The data PVC. Not the image's /var/lib/eventdb: the image declares its db and index folders
+ * as VOLUMEs, and the container runtime mounts an anonymous volume on each, which would hide
+ * the PVC below them (and lose the data with the container).
+ */
+export const DATA_MOUNT_PATH = '/data';
+/** The index PVC, when spec.storage.index asks for one. */
+export const INDEX_MOUNT_PATH = '/index';
 export const CONFIG_MOUNT_PATH = '/etc/eventdb';
 export const CONFIG_FILE_NAME = 'eventdb.conf';
 export const TLS_MOUNT_PATH = '/etc/eventdb/tls';
@@ -48,7 +52,7 @@ export function nodesServeTls(spec: EffectiveSpec): boolean {
 function managedOptions(spec: EffectiveSpec): Record<string, unknown> {
   const managed: Record<string, unknown> = {
     db: `${DATA_MOUNT_PATH}/db`,
-    index: INDEX_MOUNT_PATH,
+    index: spec.storage.index === undefined ? `${DATA_MOUNT_PATH}/index` : INDEX_MOUNT_PATH,
     httpIp: '0.0.0.0',
     httpPort: NODE_HTTP_PORT,
     nodeIp: '0.0.0.0',
