@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { api, createNamespace, ctx, deleteNamespace, kubectl, useNamespace, waitFor } from '../../k8s/helpers.js';
+import { api, createNamespace, ctx, deleteNamespace, kubectl, run, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
   OPERATOR_IMAGE,
   REPO,
@@ -32,6 +32,11 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
     const script = writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls: ['http://orders:2113'], stream, n });
     return lastJsonLine(await runInCluster(ns, `probe-${stream}-${n}`, script, { EVENTDB_PASSWORD: password }));
   }
+
+  it('ships install.yaml and operator/deploy/ as the chart renders them', () => {
+    const check = run(path.join(REPO, 'operator/scripts/render-manifests.sh'), ['--check'], { HELM: ctx().helm });
+    expect(check.status, check.out).toBe(0);
+  });
 
   it('helm install, upgrade and uninstall (CRDs and data kept), then install.yaml takes over', async () => {
     const ns = namespace();

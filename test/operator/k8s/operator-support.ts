@@ -227,3 +227,113 @@ export function lastJsonLine<T>(log: string): T {
   if (line === undefined) throw new Error(`no JSON in the script's log:\n${log}`);
   return JSON.parse(line) as T;
 }
+
+export interface WritersSummary {
+  /** Writes acknowledged (201) by the cluster. */
+  readonly acked: number;
+  /** Attempts that failed (refused, timed out, connection lost), retried with the same event id. */
+  readonly failedAttempts: number;
+  /** Longest time no writer got an acknowledgement, in ms (write unavailability). */
+  readonly maxGapMs: number;
+  /** When the longest gap began (ms since epoch). */
+  readonly maxGapAtMs: number;
+  readonly elapsedMs: number;
+  /** Per read URL: acknowledged events not found at their number with their data. */
+  readonly missing: Record<string, number>;
+  readonly firstError?: string;
+}
+
+/**
+ * A pod of the node image in the cluster running `writers` concurrent writers, each appending
+ * `{ w, i }` events to its own stream through `writeUrl` until /tmp/stop exists (or
+ * `maxDurationMs`). A failed attempt is retried with the same event id. Then it reads every
+ * acknowledged event back through each of `readUrls` and prints a WritersSummary.
+ */
+export async function startWriters(namespace: string, options: { name: string; writeUrl: string; readUrls: string[]; writers: number; password: string; maxDurationMs?: number }): Promise<{ stop(): Promise<WritersSummary> }> {
+  const script = `
+const fs = require('node:fs');
+const options = ${JSON.stringify({ ...options, password: undefined, maxDurationMs: options.maxDurationMs ?? 900_000 })};
+const auth = 'Basic ' + Buffer.from('admin:' + process.env.EVENTDB_PASSWORD).toString('base64');
+const started = Date.now();
+let lastAck = Date.now(), maxGapMs = 0, maxGapAtMs = 0, acked = 0, failedAttempts = 0, firstError;
+const ackedByStream = {};
+const stopping = () => fs.existsSync('/tmp/stop') || Date.now() - started > options.maxDurationMs;
+async function writer(w) {
+  const stream = 'writer-' + w + '-' + started;
+  ackedByStream[stream] = [];
+  for (let i = 0; !stopping(); i++) {
+    const id = crypto.randomUUID();
+    for (;;) {
+      if (stopping()) return;
+      try {
+        const response = await fetch(options.writeUrl + '/streams/' + stream, {
+          method: 'POST',
+          headers: { authorization: auth, 'content-type': 'application/json', 'es-eventtype': 'w', 'es-eventid': id },
+          body: JSON.stringify({ w, i }),
+          signal: AbortSignal.timeout(10000),
+        });
+        await response.arrayBuffer();
+        if (response.status === 201) {
+          const now = Date.now();
+          if (now - lastAck > maxGapMs) { maxGapMs = now - lastAck; maxGapAtMs = lastAck; }
+          lastAck = now;
+          acked++;
+          const number = Number((response.headers.get('location') || '').split('/').pop());
+          ackedByStream[stream].push([number, i]);
+          break;
+        }
+        failedAttempts++;
+        firstError = firstError || 'HTTP ' + response.status;
+      } catch (err) {
+        failedAttempts++;
+        firstError = firstError || String(err);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+async function readBack(url) {
+  let missing = 0;
+  for (const [stream, events] of Object.entries(ackedByStream)) {
+    const found = new Map();
+    for (let from = 0; from <= (events.at(-1)?.[0] ?? -1); from += 500) {
+      const response = await fetch(url + '/streams/' + stream + '/' + from + '/forward/500?embed=body', { headers: { authorization: auth, accept: 'application/vnd.eventstore.atom+json' } });
+      if (response.status !== 200) break;
+      for (const entry of (await response.json()).entries || []) found.set(entry.eventNumber, JSON.parse(entry.data).i);
+    }
+    for (const [number, i] of events) if (found.get(number) !== i) missing++;
+  }
+  return missing;
+}
+(async () => {
+  await Promise.all(Array.from({ length: options.writers }, (_, w) => writer(w)));
+  const now = Date.now();
+  if (now - lastAck > maxGapMs) { maxGapMs = now - lastAck; maxGapAtMs = lastAck; }
+  const missing = {};
+  for (const url of options.readUrls) missing[url] = await readBack(url);
+  console.log(JSON.stringify({ acked, failedAttempts, maxGapMs, maxGapAtMs, elapsedMs: now - started, missing, firstError }));
+})().catch((err) => { console.error(err); process.exitCode = 1; });
+`;
+  await api().call('POST', `/api/v1/namespaces/${namespace}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: options.name },
+    spec: {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'writers', image: ctx().image, imagePullPolicy: 'IfNotPresent', command: ['node', '-e', script], env: [{ name: 'EVENTDB_PASSWORD', value: options.password }] }],
+    },
+  });
+  await waitFor(`writers pod ${options.name} running`, async () => (await api().get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${namespace}/pods/${options.name}`))?.status?.phase === 'Running', 120_000);
+  return {
+    async stop(): Promise<WritersSummary> {
+      kubectl(['exec', '-n', namespace, options.name, '--', 'touch', '/tmp/stop']);
+      await waitFor(`writers pod ${options.name} done`, async () => {
+        const phase = (await api().get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${namespace}/pods/${options.name}`))?.status?.phase;
+        return phase === 'Succeeded' || phase === 'Failed';
+      }, 600_000, 1000);
+      const log = (await api().call('GET', `/api/v1/namespaces/${namespace}/pods/${options.name}/log`)).text;
+      return lastJsonLine<WritersSummary>(log);
+    },
+  };
+}
