@@ -47,8 +47,13 @@ step "building the images eventdb:dev and eventdb-operator:dev${registry:+ and p
 IMAGE_REGISTRY="$registry" make --no-print-directory images
 prefix="${registry:+$registry/}"
 
+# The CRDs first, by server-side apply: they may be there already (an earlier install, kubectl apply -f crds/),
+# owned by no Helm release or another one.
+step "installing the CRDs (crds/)"
+k apply --server-side --force-conflicts -f crds/ >/dev/null
 step "installing the operator (chart charts/eventdb-operator) in namespace $opns"
 "$helm_bin" upgrade --install eventdb-operator charts/eventdb-operator --namespace "$opns" --create-namespace \
+  --set crds.install=false \
   --set "image.repository=${prefix}eventdb-operator" --set image.tag=dev --set "nodeImage=${prefix}eventdb:dev" \
   --wait --timeout 5m
 
@@ -62,8 +67,13 @@ while :; do
   ready="$(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)"
   reason="$(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null || true)"
   [[ "$ready" == True ]] && break
-  if [[ "$reason" == ClusteringUnsupported ]]; then
-    step "this node version has no clustering yet: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
+  degraded="$(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}' 2>/dev/null || true)"
+  if [[ "$reason" == ClusteringUnsupported || "$degraded" == MultipleLeaders ]]; then
+    if [[ "$degraded" == MultipleLeaders ]]; then
+      step "the nodes do not form one cluster: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Degraded")].message}') (this node version does not cluster yet)"
+    else
+      step "this node version has no clustering yet: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
+    fi
     step "falling back to the one-node sample operator/examples/cluster-1-node.yaml"
     k delete edb "$name" -n "$ns" --wait=true >/dev/null
     sample=operator/examples/cluster-1-node.yaml
@@ -74,7 +84,8 @@ while :; do
   if (( $(date +%s) > deadline )); then
     step "not Ready after 15 minutes:"; k get edb,pods -n "$ns"; exit 1
   fi
-  step "waiting for $name: $(k get edb "$name" -n "$ns" --no-headers 2>/dev/null | awk '{print "ready " $3 "/" $2 ", phase " $5}') ${reason:+($reason)}"
+  progress="$(k get edb "$name" -n "$ns" -o jsonpath='ready {.status.readyReplicas}/{.spec.replicas}, phase {.status.phase}' 2>/dev/null || true)"
+  step "waiting for $name: ${progress:-no status yet} ${reason:+($reason)}"
   sleep 10
 done
 

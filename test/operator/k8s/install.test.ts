@@ -88,6 +88,9 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
     } finally {
       kubectl(['delete', '-f', path.join(REPO, 'operator/deploy/operator.yaml'), '--ignore-not-found', '--wait=true']);
       await deleteNamespace('eventdb-system');
+      // Leave the CRDs as other tests and `make run` expect them: owned by no Helm release.
+      kubectl(['annotate', 'crd', ...CRDS, 'meta.helm.sh/release-name-', 'meta.helm.sh/release-namespace-', 'helm.sh/resource-policy-']);
+      kubectl(['label', 'crd', ...CRDS, 'app.kubernetes.io/managed-by-']);
       installCrds();
       expect(await api().get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/eventdbclusters.eventdb.io')).toBeDefined();
     }
