@@ -94,9 +94,14 @@ describe('node configuration file', () => {
     );
   });
 
-  it('runs the node with Insecure while the node cannot serve TLS, whatever tls.mode asks', () => {
-    const env = (pod({ tls: { mode: 'SelfSigned' } }) as Json)['spec'].containers[0].env as Json[];
-    expect(env).toContainEqual({ name: 'SERVICE_INSECURE', value: 'true' });
+  it('runs the node with Insecure while the node cannot serve TLS, whatever tls.mode asks, with the certificates mounted', () => {
+    const p = pod({ tls: { mode: 'SelfSigned' } }) as Json;
+    expect(p['spec'].containers[0].env as Json[]).toContainEqual({ name: 'SERVICE_INSECURE', value: 'true' });
+    expect(p['spec'].containers[0].volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/eventdb/tls', readOnly: true });
+    const sources = (p['spec'].volumes as Json[]).find((volume) => volume['name'] === 'tls')?.['projected'].sources as Json[];
+    expect(sources.map((source) => source['secret'].name)).toEqual(['orders-node-tls', 'orders-node-tls']);
+    const disabled = pod({ tls: { mode: 'Disabled' } }) as Json;
+    expect((disabled['spec'].volumes as Json[]).some((volume) => volume['name'] === 'tls')).toBe(false);
   });
 
   it('is written to the ConfigMap <cluster>-config', () => {

@@ -100,7 +100,7 @@ function defaultAffinity(cluster: ClusterIdentity): Record<string, unknown> {
   };
 }
 
-function volumes(input: PodInput, serveTls: boolean): { volumes: unknown[]; mounts: unknown[] } {
+function volumes(input: PodInput): { volumes: unknown[]; mounts: unknown[] } {
   const list: unknown[] = [
     { name: 'data', persistentVolumeClaim: { claimName: dataClaimName(input.pod) } },
     { name: 'config', configMap: { name: configMapName(input.cluster.name) } },
@@ -115,7 +115,9 @@ function volumes(input: PodInput, serveTls: boolean): { volumes: unknown[]; moun
     list.push({ name: 'index', persistentVolumeClaim: { claimName: indexClaimName(input.pod) } });
     mounts.push({ name: 'index', mountPath: INDEX_MOUNT_PATH });
   }
-  if (serveTls) {
+  // The certificates are mounted whenever TLS is asked for, even while the node cannot serve
+  // them yet (it then runs with Insecure, and status says so).
+  if (input.spec.tls.mode !== 'Disabled') {
     const secret = input.spec.tls.certificateSecret ?? nodeTlsSecretName(input.cluster.name);
     const sources: unknown[] = [{ secret: { name: secret, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } }];
     const caSecret = input.spec.tls.caSecret ?? (input.spec.tls.mode === 'SelfSigned' ? nodeTlsSecretName(input.cluster.name) : undefined);
@@ -128,8 +130,7 @@ function volumes(input: PodInput, serveTls: boolean): { volumes: unknown[]; moun
 
 export function buildPod(input: PodInput): KubeObject {
   const { cluster, spec } = input;
-  const serveTls = nodesServeTls(spec);
-  const { volumes: podVolumes, mounts } = volumes(input, serveTls);
+  const { volumes: podVolumes, mounts } = volumes(input);
   const ports: unknown[] = [{ name: 'http', containerPort: NODE_HTTP_PORT, protocol: 'TCP' }];
   if (has('replicationPort')) ports.push({ name: 'replication', containerPort: NODE_REPLICATION_PORT, protocol: 'TCP' });
   const template = spec.podTemplate;

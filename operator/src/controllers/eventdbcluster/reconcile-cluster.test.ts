@@ -180,6 +180,16 @@ describe('reconcileCluster', () => {
     expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ClusteringUnsupported' });
   });
 
+  it('creates no node when a restore from a Backup is asked for, and says it cannot restore yet', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    const ready = harness.status().conditions?.find((condition) => condition.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'RestoreUnsupported' });
+    expect(ready?.message).toContain('spec.sourceBackup');
+  });
+
   it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {
     harness = new Harness();
     await harness.start({ replicas: 3 });

@@ -205,6 +205,17 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
 
 async function checkNodeSupport(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec;
+  if (spec?.sourceBackup !== undefined && state.pods.length === 0) {
+    // Starting empty nodes when a restore was asked for would look like a restore that lost
+    // everything: refuse until the Backup controller can restore.
+    state.blocked = {
+      reason: 'RestoreUnsupported',
+      message: `spec.sourceBackup ${spec.sourceBackup}: restoring from a Backup is not implemented by this operator version yet; no node was created`,
+    };
+    state.requeueAfterMs = undefined;
+    await emitBlocked(state, state.blocked);
+    return 'stop';
+  }
   if (spec === undefined || state.deps.clustering || (spec.replicas === 1 && spec.readOnlyReplicas === 0)) return 'continue';
   state.blocked = {
     reason: 'ClusteringUnsupported',
