@@ -9,7 +9,9 @@
  * - a fatal condition reported by the engine is logged synchronously and exits 1;
  * - SIGHUP re-reads the configuration and applies what can change live (reload/reload.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { buildServer } from './api/build-server.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
@@ -23,8 +25,12 @@ import {
 } from './config/load.js';
 import { commandLineRequest, renderHelp } from './config/help.js';
 import { createRootLogger, type RootLogger } from './logging.js';
+import { advertisedEndpoints, createClusterMember, isClusterMember, type ClusterMember } from './cluster/cluster-setup.js';
+import type { AdvertisedEndpoints } from './cluster/cluster-node.js';
+import type { NodeState } from './cluster/member-info.js';
 import { createReloader, reloadOnSignal } from './reload/reload.js';
 import { openEventDb } from './storage/event-db.js';
+import { createProjectionsSubsystem, type ProjectionsSubsystem } from './projections/projections-subsystem.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
 import type { NodeConfig } from './config/schema.js';
 
@@ -136,22 +142,34 @@ async function startNode(
 ): Promise<void> {
   const { config } = loaded;
   const { log } = root;
-  const db = await openEventDb(engineOptions(config), {
-    log,
-    onFatal: (err) => exitFatal(err, 'storage engine failed; stopping the node'),
-  });
+  const version = packageVersion();
+  const engineDeps = { log, onFatal: (err: Error) => exitFatal(err, 'storage engine failed; stopping the node') };
+  // A cluster member's writes are routed through its cluster node (the leader writes, others
+  // forward), and leader-only services follow its state.
+  const member = isClusterMember(config)
+    ? await createClusterMember({
+      config, engineOptions: engineOptions(config), engineDeps, instanceId: randomUUID(), version, log,
+      onStateChange: (state, previous) => onStateChange(state, previous),
+    })
+    : undefined;
+  const db = member?.db ?? (await openEventDb(engineOptions(config), engineDeps));
   const security = await createSecurity({
     db,
     log: log.child({ component: 'security' }),
     defaultAdminPassword: config.defaultAdminPassword,
     defaultOpsPassword: config.defaultOpsPassword,
     allowAnonymousStreamAccess: config.allowAnonymousStreamAccess,
+    // In a cluster the leader creates them once elected.
+    createDefaultUsers: member === undefined,
   });
+  let advertised: AdvertisedEndpoints | undefined;
   const scavenges = createScavengeService({
     db,
     log: log.child({ component: 'scavenge' }),
     historyMaxAgeDays: config.scavengeHistoryMaxAge,
-    nodeEndpoint: () => nodeEndpointOf(app.server.address(), config.nodeIp),
+    nodeEndpoint: () => advertised === undefined
+      ? nodeEndpointOf(app.server.address(), config.nodeIp)
+      : `${advertised.httpHost}:${advertised.httpPort}`,
   });
 
   // On a cluster this runs on the leader only: start()/stop() follow leadership.
@@ -159,13 +177,30 @@ async function startNode(
     db,
     log: log.child({ component: 'subscriptions' }),
   });
+  // Like the subscriptions: on a cluster the projections run on the leader only.
+  const projections = createProjections(config, db, log, (user, stream) => security.canAccessStream(user, stream, 'r'));
+  function onStateChange(state: NodeState, previous: NodeState): void {
+    // The scavenge history's start-up work writes: once a leader can take it.
+    if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
+    if (state === 'Leader') {
+      void security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword)
+        .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
+      void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
+      void projections?.start().catch((err: unknown) => log.error({ err }, 'could not start the projections'));
+    } else if (previous === 'Leader') {
+      void subscriptions.stop();
+      void projections?.stop().catch((err: unknown) => log.error({ err }, 'could not stop the projections'));
+    }
+  }
 
   let stopping: Promise<void> | undefined;
   const shutdown = (reason: string): Promise<void> => {
     stopping ??= (async () => {
       log.info({ reason }, 'shutting down');
       try {
+        await member?.node.stop();
         await app.close();
+        await projections?.stop();
         await subscriptions.stop();
         await scavenges.close();
         security.close();
@@ -185,15 +220,17 @@ async function startNode(
     security,
     log,
     loaded,
-    version: packageVersion(),
+    version,
     requestShutdown,
     scavenges,
     subscriptions,
+    ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica) }),
+    ...(projections === undefined ? {} : { projections }),
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  await subscriptions.start();
+  if (member === undefined) await subscriptions.start();
   const address = await app.listen({ host: config.nodeIp, port: config.nodePort }).catch((err: unknown) => {
     if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
     const where = `${config.nodeIp}:${config.nodePort}`;
@@ -205,8 +242,59 @@ async function startNode(
       { cause: err },
     );
   });
-  await scavenges.initialise();
-  log.info({ address, memDb: config.memDb, db: config.db, index: config.index }, 'ready');
+  if (member !== undefined) {
+    const replication = await member.node.listenReplication(config.replicationIp || config.nodeIp, config.replicationPort);
+    advertised = advertisedEndpoints(config, app.server.address() as AddressInfo, replication);
+    member.node.start(advertised);
+  }
+  if (member === undefined) await scavenges.initialise();
+  // A node alone runs the projections; in a cluster only the leader does (onStateChange).
+  if (member === undefined) await projections?.start();
+  log.info({
+    address, memDb: config.memDb, db: config.db, index: config.index,
+    ...(advertised === undefined ? {} : { clusterSize: config.clusterSize, advertised }),
+  }, 'ready');
+}
+
+/** What the HTTP API needs of a cluster member. */
+function clusterApi(member: ClusterMember, readOnlyReplica: boolean) {
+  const { node } = member;
+  return {
+    membership: node,
+    node,
+    nodeState: () => node.nodeState,
+    replicationStats: () => node.replicationTree(),
+    routing: {
+      readOnlyReplica,
+      leaderUrl(): string | null | undefined {
+        if (node.isLeader) return undefined;
+        const leader = node.leaderInfo();
+        return leader === undefined ? null : `http://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
+      },
+    },
+  };
+}
+
+/** The projections subsystem, unless RunProjections is None. */
+function createProjections(
+  config: NodeConfig,
+  db: Parameters<typeof createProjectionsSubsystem>[0]['db'],
+  log: RootLogger['log'],
+  canRead: NonNullable<Parameters<typeof createProjectionsSubsystem>[0]['canRead']>,
+): ProjectionsSubsystem | undefined {
+  if (config.runProjections === 'None') return undefined;
+  return createProjectionsSubsystem({
+    db,
+    log: log.child({ component: 'projections' }),
+    runProjections: config.runProjections,
+    startStandardProjections: config.startStandardProjections,
+    queryExpiryMinutes: config.projectionsQueryExpiry,
+    executionTimeoutMs: config.projectionExecutionTimeout,
+    compilationTimeoutMs: config.projectionCompilationTimeout,
+    memoryLimitMb: config.projectionMemoryLimit,
+    maxStateSizeBytes: config.maxProjectionStateSize,
+    canRead,
+  });
 }
 
 main().catch((err: unknown) => {

@@ -26,6 +26,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'scavenge', module: './scavenge-bench.js' },
   { name: 'operator', module: './operator-bench.js', optional: true },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
+  { name: 'projections', module: './projections-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {

@@ -37,11 +37,11 @@ export interface NodeProcess {
   exited(): Promise<number | null>;
 }
 
-export async function freePort(): Promise<number> {
+export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, host, () => {
       const address = server.address();
       const port = typeof address === 'object' && address !== null ? address.port : 0;
       server.close(() => resolvePort(port));
@@ -117,9 +117,11 @@ export async function startNode(
       reject(new Error(`node exited with ${code} before ready:\n${output.join('\n')}`));
     });
   });
-  const listeningPort = Number(new URL(address).port);
+  const listening = new URL(address);
+  const listeningPort = Number(listening.port);
+  const host = listening.hostname === '0.0.0.0' ? '127.0.0.1' : listening.hostname;
   return {
-    baseUrl: `http://127.0.0.1:${listeningPort}`,
+    baseUrl: `http://${host}:${listeningPort}`,
     port: listeningPort,
     child,
     output,

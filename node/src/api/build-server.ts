@@ -13,15 +13,19 @@ import { handleError, registerErrorHandler } from './error-handler.js';
 import { registerOpenApi } from './openapi.js';
 import { lazyChildLoggerFactory } from './request-logger.js';
 import { registerAdminRoutes } from './routes/admin.js';
-import { registerClusterRoutes } from './routes/cluster.js';
+import { registerClusterRoutes, type ClusterMembership } from './routes/cluster.js';
+import { registerLeaderRouting, type LeaderRouting } from './leader-routing.js';
 import { registerInfoRoutes } from './routes/info.js';
 import { registerPersistentSubscriptionRoutes } from './routes/persistent-subscriptions.js';
 import { registerScavengeRoutes } from './routes/scavenge.js';
 import { registerStatsRoutes } from './routes/stats.js';
+import type { StatsTree } from './routes/stats-sampler.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
+import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
+import { registerProjectionsRoutes } from './routes/projections.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
 
@@ -38,6 +42,17 @@ export interface BuildServerDeps {
   readonly scavenges?: ScavengeService;
   /** Persistent subscriptions (/subscriptions*); those routes are absent without it. */
   readonly subscriptions?: PersistentSubscriptions;
+  /** A cluster member's gossip, elections, leadership commands and leader routing; absent for a node alone. */
+  readonly cluster?: {
+    readonly membership: ClusterMembership;
+    readonly node: NonNullable<Parameters<typeof registerAdminRoutes>[1]['node']>;
+    readonly routing: LeaderRouting;
+    nodeState(): string;
+    /** The replication group of /stats. */
+    replicationStats(): StatsTree;
+  };
+  /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
+  readonly projections?: ProjectionsSubsystem;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -96,6 +111,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
   const config = deps.loaded.config;
+  if (deps.cluster !== undefined) registerLeaderRouting(app, deps.cluster.routing);
   void registerStreamsRoutes(app, {
     closing: closing.signal,
     db: deps.db,
@@ -106,16 +122,29 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   });
   const { db, security, log, version } = deps;
   registerUserRoutes(app, { security });
-  registerInfoRoutes(app, { security, loaded: deps.loaded, version });
-  registerClusterRoutes(app, { db, version });
-  registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown });
-  registerStatsRoutes(app, { security, db, ...(config.memDb ? {} : { dataPath: config.db }) });
+  const { cluster } = deps;
+  const nodeState = cluster === undefined ? {} : { nodeState: () => cluster.nodeState() };
+  registerInfoRoutes(app, {
+    security,
+    loaded: deps.loaded,
+    version,
+    ...nodeState,
+    features: { projections: deps.projections !== undefined, userManagement: true, atomPub: true },
+  });
+  registerClusterRoutes(app, { db, version, ...nodeState, ...(cluster === undefined ? {} : { membership: cluster.membership }) });
+  registerAdminRoutes(app, { security, db, log, requestShutdown: deps.requestShutdown, ...(cluster === undefined ? {} : { node: cluster.node }) });
+  registerStatsRoutes(app, {
+    security, db, ...(config.memDb ? {} : { dataPath: config.db }),
+    ...(cluster === undefined ? {} : { replication: () => cluster.replicationStats() }),
+  });
   if (deps.scavenges !== undefined)
     registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
   if (deps.subscriptions !== undefined) {
     const { subscriptions } = deps;
     registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
   }
+  if (deps.projections !== undefined)
+    registerProjectionsRoutes(app, { security, projections: deps.projections });
   return app;
 }
 

@@ -22,7 +22,13 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   EDB_UNAUTHORIZED: 401,
   EDB_CONFIG_INVALID: 400,
   EDB_CLOSED: 503,
+  EDB_NOT_READY: 503,
+  EDB_NOT_LEADER: 503,
+  EDB_WRITE_TIMEOUT: 500,
 };
+
+/** Conditions of a cluster or of a stopping node, not faults of this node: logged as warnings. */
+const OPERATIONAL_CODES: ReadonlySet<ErrorCode> = new Set(['EDB_CLOSED', 'EDB_NOT_READY', 'EDB_NOT_LEADER', 'EDB_WRITE_TIMEOUT']);
 
 /** Fastify's own client errors that keep their status; everything else client-caused is 400. */
 const FASTIFY_CLIENT_STATUSES = new Set([400, 401, 404, 405, 406, 408, 414, 415, 431]);
@@ -60,7 +66,8 @@ export function handleError(
   if (err instanceof EventDbError) {
     const status = STATUS_BY_CODE[err.code] ?? err.httpStatus;
     if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE_VALUE);
-    if (status >= 500) request.log.error({ err }, 'request failed');
+    if (OPERATIONAL_CODES.has(err.code)) request.log.warn({ code: err.code, reason: err.message }, 'request not served');
+    else if (status >= 500) request.log.error({ err }, 'request failed');
     return sendText(
       reply,
       status,

@@ -10,7 +10,14 @@ import { z } from 'zod';
 
 export type OptionKind = 'boolean' | 'integer' | 'string';
 
-export type OptionGroup = 'Application' | 'Cluster' | 'Database' | 'Interface' | 'Logging' | 'Scavenge';
+export type OptionGroup =
+  | 'Application'
+  | 'Cluster'
+  | 'Database'
+  | 'Interface'
+  | 'Logging'
+  | 'Scavenge'
+  | 'Projections';
 
 export interface OptionSpec {
   readonly kind: OptionKind;
@@ -68,6 +75,14 @@ function textOption(group: OptionGroup, description: string) {
 const PORT_MAX = 65_535;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const RUN_PROJECTIONS = ['None', 'System', 'All'] as const;
+
+/** `none`, `SYSTEM`, ... as the original parses enums: case-insensitively. */
+function runProjectionsValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  return RUN_PROJECTIONS.find((v) => v.toLowerCase() === value.trim().toLowerCase()) ?? value;
+}
 
 /** Every option of the node. Keys are camelCase; units are stated in the description. */
 export const NODE_OPTIONS = {
@@ -311,6 +326,56 @@ export const NODE_OPTIONS = {
     'Stream hashes remembered for collision checks during accumulation.',
     1,
     100_000_000,
+  ),
+  runProjections: {
+    kind: 'string' as const,
+    group: 'Projections' as const,
+    schema: z
+      .preprocess(runProjectionsValue, z.enum(RUN_PROJECTIONS))
+      .default('None')
+      .describe(
+        'Which projections run: None (the projections subsystem is off), System (the system ' +
+          'projections), All (system and user projections).',
+      ),
+  },
+  startStandardProjections: booleanOption(
+    'Projections',
+    false,
+    'Start the system projections ($streams, $stream_by_category, $by_category, $by_event_type, ' +
+      '$by_correlation_id) when the node starts.',
+  ),
+  projectionsQueryExpiry: integerOption(
+    'Projections',
+    5,
+    'Minutes a transient projection (query) may go unused before it is deleted.',
+    1,
+  ),
+  projectionCompilationTimeout: integerOption(
+    'Projections',
+    500,
+    'Longest time the definition of a user projection (its top-level code) may run, in milliseconds.',
+    1,
+  ),
+  projectionExecutionTimeout: integerOption(
+    'Projections',
+    250,
+    'Longest time a user projection may spend on one event, in milliseconds (a projection config ' +
+      'can override it).',
+    1,
+  ),
+  maxProjectionStateSize: integerOption(
+    'Projections',
+    2_147_483_647,
+    'Largest state (with its result) of a projection partition, in bytes; a projection whose state ' +
+      'grows beyond it faults.',
+    1,
+  ),
+  projectionMemoryLimit: integerOption(
+    'Projections',
+    128,
+    'V8 heap limit of each user projection\'s worker thread, in MiB; a projection that needs more ' +
+      'faults and the node goes on.',
+    16,
   ),
 } satisfies Record<string, OptionSpec>;
 

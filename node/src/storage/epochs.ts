@@ -41,11 +41,11 @@ export function decodeEpoch(data: Uint8Array, positionOfRecord: number): EpochRe
   };
 }
 
-export function encodeEpoch(epoch: Omit<EpochRecord, 'epochPosition'> & { readonly epochPosition: number }): Buffer {
+/** The record's data (its own position is where it lies in the log, not in the data). */
+export function encodeEpoch(epoch: Omit<EpochRecord, 'epochPosition'>): Buffer {
   return Buffer.from(JSON.stringify({
     epochNumber: epoch.epochNumber,
     epochId: epoch.epochId,
-    epochPosition: epoch.epochPosition,
     prevEpochPosition: epoch.prevEpochPosition,
     leaderInstanceId: epoch.leaderInstanceId,
     timeStamp: epoch.timeStamp,

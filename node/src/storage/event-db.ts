@@ -38,12 +38,21 @@ import type { ScavengeHandle, ScavengeListener, ScavengeParams } from './scaveng
 import { SCAVENGE_STATE_DIRECTORY } from './scavenge/sqlite-scavenge-state.js';
 import { DirectoryChunkSummaryStore, MemoryChunkSummaryStore } from './chunk/chunk-summary.js';
 import { CommittedState } from './engine/committed-state.js';
+import { decodeEpoch, encodeEpoch, walkEpochs, type EpochRecord } from './epochs.js';
+import { ReplicaWriter } from './replica/replica-writer.js';
+import { LogSource } from './replica/log-source.js';
 import { CommitApplier } from './engine/commit-applier.js';
 import { StreamReader } from './engine/stream-reader.js';
 import { EngineScavenging } from './engine/engine-scavenging.js';
 
 export { replayLogBytes, type ChunkExtent } from './engine/commit-applier.js';
 export { toRecordedEvent } from './engine/stream-reader.js';
+export type { EpochRecord } from './epochs.js';
+
+/** The refusal of a write on a cluster member that is not the leader. */
+export function notLeader(message = 'this node is not the leader'): EventDbError {
+  return new EventDbError('EDB_NOT_LEADER', message, { httpStatus: 503 });
+}
 
 export interface EventDbDeps {
   readonly log: Logger;
@@ -59,6 +68,48 @@ export interface EventDbDeps {
    * compiled worker module exists). false keeps every write on the main thread.
    */
   readonly logWriterThread?: boolean;
+  /**
+   * A member of a cluster: the engine opens without writing an epoch and refuses writes until
+   * `becomeLeader`; replication drives it (see ClusterStorage). Absent: a node alone, which
+   * writes a new epoch at every start and accepts writes at once.
+   */
+  readonly cluster?: {
+    readonly instanceId: string;
+    /** Asks the leader to write a scavenge point (a scavenge on a follower). */
+    readonly remoteScavengePoint?: (threshold: number) => Promise<AppendResult>;
+  };
+}
+
+/** What a cluster member's replication and elections need of its storage. */
+export interface ClusterStorage {
+  /** End of the durable log (writer.chk). */
+  readonly durablePosition: number;
+  /** End of the log visible to readers. */
+  readonly committedPosition: number;
+  readonly chaserPosition: number;
+  /** The epochs of this log, newest first, at most `maxCount`. */
+  epochs(maxCount: number): EpochRecord[];
+  /** The highest election proposal this node accepted (proposal.chk), -1 when none. */
+  readonly proposalNumber: number;
+  writeProposalNumber(proposal: number): Promise<void>;
+  /** Starts writing as the leader of a new epoch: its record is the first thing written. */
+  becomeLeader(epochNumber: number, leaderInstanceId: string): Promise<EpochRecord>;
+  /** Stops writing: pending writes are refused with `refusal`; resolves once nothing is in flight. */
+  stopLeading(refusal: Error): Promise<void>;
+  readonly leading: boolean;
+  /** How far a leader may apply (the quorum's position); call when it grows. */
+  setCommitGate(gate: () => number): void;
+  commitGateMoved(): void;
+  /** Called whenever the durable position grows. */
+  onDurable(listener: () => void): () => void;
+  /** The follower's writer of replicated data. */
+  readonly replica: ReplicaWriter;
+  /** The leader's reader of its own log, for shipping. */
+  readonly source: LogSource;
+  /** Sets truncate.chk: the next open cuts the log back to `position`. */
+  requestTruncation(position: number): Promise<void>;
+  /** `position`, or the start of the scavenged chunk holding it (a log can only be cut between records it still has). */
+  truncationPointFor(position: number): number;
 }
 
 /**
@@ -68,7 +119,7 @@ export interface EventDbDeps {
  */
 const PREALLOCATE_FLUSH_BYTES_MAX = 256 * 1024;
 
-export class Engine implements EventDb {
+export class Engine implements EventDb, ClusterStorage {
   private readonly failure: EngineFailure;
   private closed = false;
   private readonly positions: LogPositions;
@@ -84,6 +135,10 @@ export class Engine implements EventDb {
   private chaserTimer: NodeJS.Timeout | undefined;
   /** The lock on the data (and index) directory, released last at close; none with --mem-db. */
   directoryLock: DirectoryLock | undefined;
+  private commitGate: () => number = () => Number.POSITIVE_INFINITY;
+  private readonly durableListeners = new Set<() => void>();
+  readonly replica: ReplicaWriter;
+  readonly source: LogSource;
 
   constructor(
     private readonly options: EventDbOptions,
@@ -117,11 +172,27 @@ export class Engine implements EventDb {
     this.writer = new LogWriter({
       log: deps.log, registry, writerCheckpoint: checkpoints.writer, committed: this.state, applier: this.applier,
       positions: this.positions, failure, thread: this.writerThread, chunkSizeBytes: options.chunkSizeBytes,
-      nowMs: this.nowMs, summaryStore,
+      nowMs: this.nowMs, summaryStore, commitGate: () => this.commitGate(), onDurable: () => this.notifyDurable(),
     });
+    const durableReader = new LogReader(registry, () => this.positions.durable);
+    this.replica = new ReplicaWriter({
+      log: deps.log.child({ component: 'storage.replica' }), registry, writerCheckpoint: checkpoints.writer,
+      positions: this.positions, failure, thread: this.writerThread, applier: this.applier, durableReader,
+      onEpoch: async (epoch) => {
+        await checkpoints.epoch.write(epoch.epochPosition);
+        checkpoints.epochNumber = epoch.epochNumber;
+        this.notifyDurable();
+      },
+    });
+    this.source = new LogSource(registry, () => this.positions.durable);
+    if (deps.cluster) void this.writer.refuse(notLeader());
     this.scavenging = new EngineScavenging({
       options, log: deps.log, registry, index, hasher, state: this.state, writer: this.writer, summaryStore,
       isClosed: () => this.closed, fail: (err) => this.fail(err),
+      ...(deps.cluster?.remoteScavengePoint === undefined ? {} : {
+        remoteScavengePoint: deps.cluster.remoteScavengePoint,
+        committedReaches: (position: number) => this.committedReaches(position),
+      }),
     });
   }
 
@@ -188,14 +259,124 @@ export class Engine implements EventDb {
     }
   }
 
-  async writeEpoch(): Promise<void> {
-    const epochNumber = this.checkpoints.epochNumber + 1;
-    const data = Buffer.from(JSON.stringify({ epochNumber, epochPosition: this.positions.writer, prevEpochPosition: this.checkpoints.epoch.read(), timeStamp: new Date(this.nowMs()).toISOString() }));
-    const result = await this.writer.enqueue(() => [{ kind: 'system', systemRecordType: SystemRecordType.Epoch, data }]);
-    if (result.kind === 'success') {
-      await this.checkpoints.epoch.write(result.commitPosition);
-      this.checkpoints.epochNumber = epochNumber;
+  /**
+   * Writes the record of a new epoch (alone: the next number; a cluster leader: the elected one)
+   * and resolves once it is durable here (a cluster leader applies it once a quorum holds it).
+   */
+  async writeEpoch(epochNumber = this.checkpoints.epochNumber + 1, leaderInstanceId = this.deps.cluster?.instanceId ?? ''): Promise<EpochRecord> {
+    const epochId = crypto.randomUUID();
+    const prevEpochPosition = this.checkpoints.epoch.read();
+    const timeStamp = new Date(this.nowMs()).toISOString();
+    const data = encodeEpoch({ epochNumber, epochId, prevEpochPosition, leaderInstanceId, timeStamp });
+    const result = await this.writer.enqueue(() => [{ kind: 'system', systemRecordType: SystemRecordType.Epoch, data }], false, true);
+    assert(result.kind === 'success', 'an epoch record is always written');
+    await this.checkpoints.epoch.write(result.commitPosition);
+    this.checkpoints.epochNumber = epochNumber;
+    return { epochNumber, epochId, epochPosition: result.commitPosition, prevEpochPosition, leaderInstanceId, timeStamp };
+  }
+
+  // ---------------------------------------------------------------- cluster (ClusterStorage)
+
+  get durablePosition(): number {
+    return this.positions.durable;
+  }
+
+  get committedPosition(): number {
+    return this.positions.committed;
+  }
+
+  get chaserPosition(): number {
+    return this.checkpoints.chaser.read();
+  }
+
+  epochs(maxCount: number): EpochRecord[] {
+    return walkEpochs(this.checkpoints.epoch.read(), (position) => this.epochAt(position), maxCount);
+  }
+
+  private epochAt(position: number): EpochRecord | undefined {
+    const r = this.registry.readRecord(position, this.positions.durable);
+    if (r.kind !== 'record' || r.record.type !== RecordType.System || r.record.systemRecordType !== SystemRecordType.Epoch) return undefined;
+    return decodeEpoch(r.record.data, position);
+  }
+
+  get proposalNumber(): number {
+    return this.checkpoints.proposal.read();
+  }
+
+  async writeProposalNumber(proposal: number): Promise<void> {
+    if (proposal > this.checkpoints.proposal.read()) await this.checkpoints.proposal.write(proposal);
+  }
+
+  async becomeLeader(epochNumber: number, leaderInstanceId: string): Promise<EpochRecord> {
+    this.writer.accept();
+    return this.writeEpoch(epochNumber, leaderInstanceId);
+  }
+
+  async stopLeading(refusal: Error): Promise<void> {
+    await this.writer.refuse(refusal);
+  }
+
+  get leading(): boolean {
+    return this.writer.accepting;
+  }
+
+  setCommitGate(gate: () => number): void {
+    this.commitGate = gate;
+    this.writer.gateMoved();
+  }
+
+  commitGateMoved(): void {
+    this.writer.gateMoved();
+  }
+
+  onDurable(listener: () => void): () => void {
+    this.durableListeners.add(listener);
+    return () => this.durableListeners.delete(listener);
+  }
+
+  private notifyDurable(): void {
+    for (const listener of this.durableListeners) listener();
+  }
+
+  /**
+   * Installs a completed chunk file the leader sent whole: already in the chunk storage under
+   * `tempName`, or given as bytes (in memory, --mem-db).
+   */
+  async installChunkFile(file: { readonly tempName?: string; readonly bytes?: Buffer }): Promise<void> {
+    let tempName = file.tempName;
+    if (tempName === undefined) {
+      assert(file.bytes !== undefined, 'a chunk file to install');
+      tempName = `replica-${crypto.randomUUID()}.tmp`;
+      const created = this.registry.storage.create(tempName);
+      await created.write(file.bytes, 0);
+      await created.sync();
+      await created.close();
     }
+    await this.replica.installChunk(tempName);
+  }
+
+  /** Where a whole chunk file from the leader is written before installation (undefined in memory). */
+  get chunkTempDirectory(): string | undefined {
+    return this.options.memDb ? undefined : this.options.dbPath;
+  }
+
+  /** Resolves once the log is applied up to `position` (a follower waiting for replication). */
+  async committedReaches(position: number, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.positions.committed < position) {
+      if (this.failed) throw this.failed;
+      if (this.closed || Date.now() > deadline) throw notLeader(`the log did not reach position ${position} here`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  async requestTruncation(position: number): Promise<void> {
+    await this.checkpoints.truncate.write(position);
+  }
+
+  truncationPointFor(position: number): number {
+    const chunk = this.registry.chunkAt(position);
+    return chunk !== undefined && chunk.header.isScavenged && position > chunk.startPosition ? chunk.startPosition : position;
   }
 
   // ---------------------------------------------------------------- writes
@@ -392,7 +573,8 @@ async function openLockedEngine(options: EventDbOptions, deps: EventDbDeps, log:
   const caught = engine.catchUpIndex();
   checkpoints.epochNumber = engine.readEpochNumber(checkpoints.epoch.read());
   await checkpoints.chaser.write(engine.writerPosition);
-  await engine.writeEpoch();
+  // Alone, every start is a new epoch; in a cluster only an elected leader writes one.
+  if (!deps.cluster) await engine.writeEpoch();
   engine.startBackgroundWork();
   log.info({
     dbPath: options.memDb ? '(memory)' : path.resolve(options.dbPath), writerPosition: engine.writerPosition,
@@ -406,10 +588,18 @@ async function applyTruncation(position: number, registry: ChunkRegistry, index:
   const writer = checkpoints.writer.read();
   if (position < writer) {
     log.warn({ truncatePosition: position, writerPosition: writer }, 'truncating the log (truncate.chk is set)');
+    if (checkpoints.epoch.read() >= position) {
+      // The last epoch that stays, found by walking the chain back before the log is cut.
+      const read = (at: number): EpochRecord | undefined => {
+        const r = registry.readRecord(at, writer);
+        return r.kind === 'record' && r.record.type === RecordType.System ? decodeEpoch(r.record.data, at) : undefined;
+      };
+      const kept = walkEpochs(checkpoints.epoch.read(), read, Number.MAX_SAFE_INTEGER).find((e) => e.epochPosition < position);
+      await checkpoints.epoch.write(kept?.epochPosition ?? -1);
+    }
     await registry.truncateTo(position);
     await checkpoints.writer.write(position);
     if (checkpoints.chaser.read() > position) await checkpoints.chaser.write(position);
-    if (checkpoints.epoch.read() >= position) await checkpoints.epoch.write(-1);
     if (index.persistedLogPosition > position || index.addedLogPosition > position) {
       assert(index.resetAbove !== undefined, 'index supports reset');
       await index.resetAbove(position);
@@ -417,5 +607,3 @@ async function applyTruncation(position: number, registry: ChunkRegistry, index:
   }
   await checkpoints.truncate.write(-1);
 }
-
-

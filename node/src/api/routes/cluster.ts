@@ -13,9 +13,20 @@ import { z } from 'zod';
 import type { EventDb } from '../../storage/event-db-types.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
 import { errorResponses } from '../openapi-responses.js';
+import { GossipDocumentSchema, MemberInfoSchema, type GossipDocument } from '../../cluster/member-info.js';
+import { ElectionMessageSchema } from '../../cluster/elections/messages.js';
+import type { ElectionMessage } from '../../cluster/elections/elections.js';
+
+/** What a cluster member exposes over HTTP (cluster/cluster-node.ts); absent for a node alone. */
+export interface ClusterMembership {
+  gossip(): GossipDocument;
+  receiveGossip(document: GossipDocument): GossipDocument;
+  receiveElectionMessage(message: ElectionMessage): void;
+}
 
 export interface ClusterRoutesDeps {
   readonly db: EventDb;
+  readonly membership?: ClusterMembership;
   /** Version reported as `esVersion`. */
   readonly version: string;
   /** Address advertised to clients; default the address the server listens on. */
@@ -28,31 +39,8 @@ export interface ClusterRoutesDeps {
   readonly nowMs?: () => number;
 }
 
-export const GossipMemberSchema = z.object({
-  instanceId: z.string(),
-  timeStamp: z.string(),
-  state: z.string(),
-  isAlive: z.boolean(),
-  internalTcpIp: z.string(),
-  internalTcpPort: z.number(),
-  internalSecureTcpPort: z.number(),
-  externalTcpIp: z.string(),
-  externalTcpPort: z.number(),
-  externalSecureTcpPort: z.number(),
-  internalHttpEndPointIp: z.string(),
-  internalHttpEndPointPort: z.number(),
-  httpEndPointIp: z.string(),
-  httpEndPointPort: z.number(),
-  lastCommitPosition: z.number(),
-  writerCheckpoint: z.number(),
-  chaserCheckpoint: z.number(),
-  epochPosition: z.number(),
-  epochNumber: z.number(),
-  epochId: z.string(),
-  nodePriority: z.number(),
-  isReadOnlyReplica: z.boolean(),
-  esVersion: z.string(),
-});
+export const GossipMemberSchema = MemberInfoSchema;
+
 
 export const GossipSchema = z.object({
   members: z.array(GossipMemberSchema),
@@ -70,7 +58,8 @@ const ZERO_GUID = '00000000-0000-0000-0000-000000000000';
 
 export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): void {
   const instanceId = randomUUID();
-  const gossip = (): z.infer<typeof GossipSchema> => buildGossip(app, deps, instanceId);
+  const { membership } = deps;
+  const gossip = (): z.infer<typeof GossipSchema> => membership?.gossip() ?? buildGossip(app, deps, instanceId);
   registerZodScope(app, (scope) => {
     scope.get(
       '/gossip',
@@ -82,11 +71,28 @@ export function registerClusterRoutes(app: HostApp, deps: ClusterRoutesDeps): vo
       {
         schema: {
           tags: ['cluster'],
+          summary: 'Node-to-node gossip: merges the sender\'s view and answers with this node\'s',
           body: z.unknown().optional(),
           response: { 200: GossipSchema },
         },
       },
-      async () => gossip(),
+      async (req) => {
+        if (membership === undefined) return gossip();
+        const parsed = GossipDocumentSchema.safeParse(req.body);
+        return parsed.success ? membership.receiveGossip(parsed.data) : gossip();
+      },
+    );
+    scope.post(
+      '/elections',
+      {
+        schema: { tags: ['cluster'], summary: 'Node-to-node election messages', body: ElectionMessageSchema },
+        config: { responses: { 202: { description: 'Taken' }, ...errorResponses(400, 404) } },
+      },
+      async (req, reply) => {
+        if (membership === undefined) return reply.code(404).type('text/plain; charset=utf-8').send('this node runs alone');
+        membership.receiveElectionMessage(req.body);
+        return reply.code(202).send();
+      },
     );
     scope.get(
       '/ping',

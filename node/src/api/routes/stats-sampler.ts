@@ -24,6 +24,8 @@ export interface StatsSamplerOptions {
   /** Directory whose drive is reported under sys.drive (the data directory). */
   readonly dataPath?: string;
   readonly nowMs?: () => number;
+  /** A cluster member's replication group (svc.replication); absent for a node alone. */
+  readonly replication?: () => StatsTree;
 }
 
 const MEMO_MS = 1000;
@@ -41,6 +43,7 @@ interface GcTotals {
 export class StatsSampler {
   private readonly db: EventDb;
   private readonly dataPath: string | undefined;
+  private readonly replication: (() => StatsTree) | undefined;
   private readonly nowMs: () => number;
   private readonly startMs: number;
   private readonly queue: RequestQueueMeter;
@@ -66,6 +69,7 @@ export class StatsSampler {
   constructor(options: StatsSamplerOptions) {
     this.db = options.db;
     this.dataPath = options.dataPath;
+    this.replication = options.replication;
     this.nowMs = options.nowMs ?? (() => Date.now());
     this.startMs = this.nowMs() - process.uptime() * 1000;
     this.queue = new RequestQueueMeter(options.server, this.nowMs);
@@ -194,6 +198,7 @@ export class StatsSampler {
         notCachedTransInfo: 0,
         hashCollisions: engine.readIndex.hashCollisions,
       },
+      ...(this.replication === undefined ? {} : { replication: this.replication() }),
     };
   }
 

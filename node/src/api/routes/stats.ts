@@ -24,6 +24,8 @@ export interface StatsRoutesDeps {
   readonly db: EventDb;
   /** The data directory; its drive is reported under sys.drive. */
   readonly dataPath?: string;
+  /** A cluster member's replication group. */
+  readonly replication?: () => StatsTree;
 }
 
 const StatsQuerySchema = z.object({
@@ -40,6 +42,7 @@ export function registerStatsRoutes(app: HostApp, deps: StatsRoutesDeps): void {
     db: deps.db,
     server: app.server,
     ...(deps.dataPath === undefined ? {} : { dataPath: deps.dataPath }),
+    ...(deps.replication === undefined ? {} : { replication: deps.replication }),
   });
   app.addHook('onClose', async () => sampler.close());
   // Counting and timing come from the HTTP server's own request/finish events (they also see

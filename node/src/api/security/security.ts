@@ -51,6 +51,8 @@ export interface SecurityOptions {
   /** Let anonymous requests use streams whose ACL grants `$all`. Default false. */
   readonly allowAnonymousStreamAccess?: boolean;
   readonly nowMs?: () => number;
+  /** Create `admin` and `ops` now when they never existed (default true; a cluster's leader does it once elected). */
+  readonly createDefaultUsers?: boolean;
 }
 
 /** What the users API shows of a user: never the password hash. */
@@ -73,6 +75,8 @@ export interface NewUser {
 export type ChangePasswordResult = UserWriteResult | { readonly kind: 'wrong-password' };
 
 export interface Security extends Authorizer {
+  /** Creates `admin` and `ops` unless their streams ever existed (a cluster's new leader calls it). */
+  ensureDefaultUsers(adminPassword: string, opsPassword: string): Promise<void>;
   listUsers(): Promise<UserDetails[]>;
   getUser(login: string): Promise<UserDetails | undefined>;
   createUser(user: NewUser): Promise<UserWriteResult>;
@@ -98,10 +102,12 @@ const ACL_CACHE_ENTRY_COUNT_MAX = 10_000;
 /** Creates the service and, on first start, the default users `admin` and `ops`. */
 export async function createSecurity(options: SecurityOptions): Promise<Security> {
   const security = new SecurityService(options);
-  await security.ensureDefaultUsers(
-    options.defaultAdminPassword ?? DEFAULT_PASSWORD,
-    options.defaultOpsPassword ?? DEFAULT_PASSWORD,
-  );
+  if (options.createDefaultUsers !== false) {
+    await security.ensureDefaultUsers(
+      options.defaultAdminPassword ?? DEFAULT_PASSWORD,
+      options.defaultOpsPassword ?? DEFAULT_PASSWORD,
+    );
+  }
   return security;
 }
 

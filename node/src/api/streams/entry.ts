@@ -8,6 +8,7 @@
  */
 import type { RecordedEvent } from '../../storage/event-db-types.js';
 import { parseJsonSafely } from './json-depth.js';
+import { isResolvedLink, parseLink, type FeedItem, type ResolvedLink } from './link-resolution.js';
 
 export type EmbedLevel = 'none' | 'content' | 'rich' | 'body' | 'prettybody' | 'tryharder';
 
@@ -115,7 +116,14 @@ export interface EntryOptions {
   readonly singleEntry: boolean;
 }
 
-export function toEntry(event: RecordedEvent, options: EntryOptions): Record<string, unknown> {
+/**
+ * An event's entry. A resolved link (Convert.ToEntry with a link) is titled with and points at
+ * its target, is dated by the link, has summary `$>` and no `content`; with a rich embed its
+ * event fields are the target's, with `linkMetaData` and the link's position.
+ */
+export function toEntry(item: FeedItem, options: EntryOptions): Record<string, unknown> {
+  if (isResolvedLink(item)) return toLinkEntry(item, options);
+  const event = item;
   const uri = eventUri(options.baseUrl, event);
   const rank = EMBED_RANK[options.embed];
   const entry: Record<string, unknown> =
@@ -135,12 +143,31 @@ export function toEntry(event: RecordedEvent, options: EntryOptions): Record<str
   return entry;
 }
 
+function toLinkEntry(item: ResolvedLink, options: EntryOptions): Record<string, unknown> {
+  const { link, target } = item;
+  const location = parseLink(link.data);
+  if (location === undefined) return toEntry(link, options);
+  const uri = `${options.baseUrl}/streams/${escapeStream(location.stream)}/${location.eventNumber}`;
+  const entry: Record<string, unknown> =
+    target !== undefined && EMBED_RANK[options.embed] >= EMBED_RANK.rich ? toRichFields(target, options.embed, link) : {};
+  entry.title = `${location.eventNumber}@${location.stream}`;
+  entry.id = uri;
+  entry.updated = formatAtomDate(link.createdMs);
+  entry.author = AUTHOR;
+  entry.summary = link.eventType;
+  entry.links = [
+    { uri, relation: 'edit' },
+    { uri, relation: 'alternate' },
+  ] satisfies AtomLink[];
+  return entry;
+}
+
 function prettyJson(text: string): string | undefined {
   const parsed = parseJsonSafely(text);
   return parsed === undefined ? undefined : JSON.stringify(parsed.value, null, 2);
 }
 
-function toRichFields(event: RecordedEvent, embed: EmbedLevel): Record<string, unknown> {
+function toRichFields(event: RecordedEvent, embed: EmbedLevel, link?: RecordedEvent): Record<string, unknown> {
   const rank = EMBED_RANK[embed];
   const fields: Record<string, unknown> = {
     eventId: event.eventId,
@@ -159,12 +186,16 @@ function toRichFields(event: RecordedEvent, embed: EmbedLevel): Record<string, u
     }
     const metadata = event.metadata.toString('utf8');
     if (metadata !== '') fields.metaData = metadata;
+    if (link !== undefined) {
+      const linkMetadata = link.metadata.toString('utf8');
+      fields.linkMetaData = rank >= EMBED_RANK.prettybody ? (prettyJson(linkMetadata) ?? linkMetadata) : linkMetadata;
+    }
   }
   fields.streamId = event.stream;
   fields.isJson = isJson;
   fields.isMetaData = event.metadata.byteLength > 0;
-  fields.isLinkMetaData = false;
-  fields.positionEventNumber = event.eventNumber;
-  fields.positionStreamId = event.stream;
+  fields.isLinkMetaData = link !== undefined && rank >= EMBED_RANK.body && link.metadata.byteLength > 0;
+  fields.positionEventNumber = (link ?? event).eventNumber;
+  fields.positionStreamId = (link ?? event).stream;
   return fields;
 }

@@ -4,6 +4,7 @@
  * newest first. Links are absolute, built from the request's base URL.
  */
 import type { AllPosition, RecordedEvent } from '../../storage/event-db-types.js';
+import { itemEvent, type FeedItem } from './link-resolution.js';
 import {
   AUTHOR,
   EMPTY_FEED_UPDATED,
@@ -24,8 +25,8 @@ export interface StreamPage {
   readonly lastEventNumber: number;
   readonly isEndOfStream: boolean;
   readonly headRequested: boolean;
-  /** In read order. */
-  readonly events: readonly RecordedEvent[];
+  /** In read order; links resolved when the read asked for it. */
+  readonly events: readonly FeedItem[];
   readonly eTag: string | undefined;
 }
 
@@ -34,15 +35,13 @@ export interface FeedOptions {
   readonly embed: EmbedLevel;
 }
 
-function newestFirst(
-  direction: 'forward' | 'backward',
-  events: readonly RecordedEvent[],
-): RecordedEvent[] {
+function newestFirst<T>(direction: 'forward' | 'backward', events: readonly T[]): T[] {
   return direction === 'forward' ? [...events].reverse() : [...events];
 }
 
-function feedUpdated(entries: readonly RecordedEvent[]): string {
-  const first = entries[0];
+/** The first entry's event time (a resolved link's target; none for an unresolvable link). */
+function feedUpdated(entries: readonly FeedItem[]): string {
+  const first = entries[0] === undefined ? undefined : itemEvent(entries[0]);
   return first === undefined
     ? EMPTY_FEED_UPDATED
     : new Date(first.createdMs).toISOString().replace(/\.?0+Z$/, 'Z');

@@ -18,6 +18,7 @@ import {
   type MediaTypeValue,
 } from './media-types.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
+import { isResolvedLink, resolveLink, resolveLinks, type FeedItem } from './link-resolution.js';
 import {
   authorizeStream,
   CACHE_FOREVER,
@@ -94,7 +95,8 @@ export async function handleStreamFeed(
   if (negotiated === undefined) return sendNotAcceptable(reply);
   const from = parseEventNumber(params.event ?? 'head', params.direction === 'backward');
   const count = parseCount(params.count);
-  readResolveLinkTos(request);
+  // Metastreams are read as they are; links elsewhere resolve unless the client says not to.
+  const resolve = readResolveLinkTos(request) && !params.stream.startsWith('$$');
   const longPollSeconds =
     params.direction === 'forward' || from === 'head' ? readLongPollSeconds(request) : undefined;
   await authorizeStream(context, request, params.stream, 'r');
@@ -131,6 +133,7 @@ export async function handleStreamFeed(
     mediaType: negotiated.mediaType,
     embed: query.embed,
     result,
+    items: resolve ? await resolveLinks(context.db, result.events) : result.events,
   });
 }
 
@@ -157,6 +160,8 @@ interface FeedResponse {
   readonly mediaType: MediaTypeValue;
   readonly embed: string | undefined;
   readonly result: Extract<ReadStreamResult, { kind: 'success' }>;
+  /** The page's events, links resolved when asked. */
+  readonly items: readonly FeedItem[];
 }
 
 async function sendStreamFeed(
@@ -186,7 +191,7 @@ async function sendStreamFeed(
     lastEventNumber: last,
     isEndOfStream: result.isEndOfStream,
     headRequested,
-    events: result.events,
+    events: response.items,
     eTag: headRequested ? eTag : undefined,
   };
   if (cacheable) {
@@ -224,7 +229,7 @@ export async function handleReadEvent(
   const negotiated = negotiate(request.headers.accept, query.format, EVENT_CODECS);
   if (negotiated === undefined) return sendNotAcceptable(reply);
   const eventNumber = parseEventNumber(params.event, true);
-  readResolveLinkTos(request);
+  const resolve = readResolveLinkTos(request) && !params.stream.startsWith('$$');
   await authorizeStream(context, request, params.stream, 'r');
   const result = await context.db.readEvent(
     params.stream,
@@ -236,27 +241,35 @@ export async function handleReadEvent(
     case 'stream-not-found':
     case 'event-not-found':
       return sendNotFound(reply);
-    case 'success':
+    case 'success': {
+      const item = resolve ? await resolveLink(context.db, result.event) : result.event;
+      // A link whose target is gone reads as not found.
+      if (isResolvedLink(item) && item.target === undefined) return sendNotFound(reply);
       reply.header('cache-control', eventNumber === 'head' ? CACHE_NEVER : CACHE_FOREVER);
-      return sendEvent(reply, negotiated.mediaType, result.event, {
+      return sendEvent(reply, negotiated.mediaType, item, {
         baseUrl: requestBaseUrl(request),
         embed: query.embed,
       });
+    }
   }
 }
 
-/** One event in the negotiated representation (entry, DTO, data only, or raw bytes). */
+/**
+ * One event in the negotiated representation (entry, DTO, data only, or raw bytes); for a
+ * resolved link, the entry describes the link and the other representations its target.
+ */
 export function sendEvent(
   reply: FastifyReply,
   mediaType: MediaTypeValue,
-  event: RecordedEvent,
+  item: FeedItem,
   options: { baseUrl: string; embed: string | undefined },
 ): FastifyReply {
   reply.header('vary', 'Accept');
+  const event: RecordedEvent = isResolvedLink(item) ? (item.target ?? item.link) : item;
   switch (mediaType) {
     case MediaType.Atom:
     case MediaType.AtomJson: {
-      const entry = toEntry(event, {
+      const entry = toEntry(item, {
         baseUrl: options.baseUrl,
         embed: parseEmbed(options.embed),
         singleEntry: true,

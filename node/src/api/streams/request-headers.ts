@@ -85,7 +85,7 @@ export function readHardDelete(request: FastifyRequest): boolean {
   return readBoolean(request, ['HardDelete'], false);
 }
 
-/** The engine does not resolve links; the header is validated and otherwise ignored. */
+/** Whether links (`$>`) are resolved to their targets: default true (stream and single-event reads). */
 export function readResolveLinkTos(request: FastifyRequest): boolean {
   return readBoolean(request, ['ResolveLinkTos', 'ResolveLinkTo'], true);
 }

@@ -32,6 +32,13 @@ export interface EngineScavengingDeps {
   readonly summaryStore: ChunkSummaryStore;
   readonly isClosed: () => boolean;
   readonly fail: (err: unknown) => void;
+  /**
+   * A cluster member that is not the leader asks the leader to write the scavenge point (the log
+   * is the leader's to write), then waits for it here.
+   */
+  readonly remoteScavengePoint?: (threshold: number) => Promise<AppendResult>;
+  /** Resolves once this node has applied the log up to `position`. */
+  readonly committedReaches?: (position: number) => Promise<void>;
 }
 
 export class EngineScavenging {
@@ -68,7 +75,13 @@ export class EngineScavenging {
    * Writes a scavenge point: completes the active chunk (so everything before the point is in
    * completed chunks), then writes `$scavengePoint` #expectedNumber at the start of a new chunk.
    */
-  writeScavengePoint(threshold: number): Promise<AppendResult> {
+  async writeScavengePoint(threshold: number): Promise<AppendResult> {
+    const { remoteScavengePoint, committedReaches } = this.deps;
+    if (!this.deps.writer.accepting && remoteScavengePoint !== undefined && committedReaches !== undefined) {
+      const result = await remoteScavengePoint(threshold);
+      if (result.kind === 'success') await committedReaches(result.commitPosition + 1);
+      return result;
+    }
     const stream = SCAVENGE_POINTS_STREAM;
     const event: NewEvent = {
       eventId: crypto.randomUUID(), eventType: SCAVENGE_POINT_EVENT_TYPE, isJson: true, metadata: Buffer.alloc(0),

@@ -23,7 +23,7 @@ import { decodeFrame, RecordType, SystemRecordType, type PrepareRecord } from '.
 import type { AppliedWrite, CommitApplier } from '../engine/commit-applier.js';
 import { decodeEpoch, type EpochRecord } from '../epochs.js';
 import type { LogReader } from '../reader/log-reader.js';
-import type { EngineFailure, LogPositions } from '../writer/log-writer.js';
+import { BATCH_BUFFER_BYTES, type EngineFailure, type LogPositions } from '../writer/log-writer.js';
 import type { LogWriterThread } from '../writer/log-writer-thread.js';
 
 export interface ReplicaWriterDeps {
@@ -77,7 +77,8 @@ export class ReplicaWriter {
       const epochs = this.checkFrames(position, bytes);
       let buf = bytes;
       if (thread) {
-        buf = thread.takeBuffer(bytes.length).subarray(0, bytes.length);
+        // A buffer of the writer's usual size: the thread's pool reuses it.
+        buf = thread.takeBuffer(Math.max(bytes.length, BATCH_BUFFER_BYTES)).subarray(0, bytes.length);
         bytes.copy(buf);
       }
       const end = position + bytes.length;

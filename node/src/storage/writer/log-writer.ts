@@ -83,6 +83,8 @@ type WriteRequest = {
   readonly build: (ctx: BatchContext) => WritePlan;
   /** The write must start a chunk of its own (a scavenge point completes the active chunk). */
   readonly requiresFreshChunk?: boolean;
+  /** Answer once durable here, before it is applied (a new leader's epoch record). */
+  readonly answerWhenDurable?: boolean;
   readonly resolve: (r: AppendResult) => void;
   readonly reject: (e: unknown) => void;
 };
@@ -125,7 +127,7 @@ const PIPELINE_BATCHES_MAX_THREAD = 4;
 const GROUP_COMMIT_BYTES_TARGET = 1024 * 1024;
 
 /** Size of a reused batch buffer: the group-commit target plus slack (a larger single write gets one of its own size). */
-const BATCH_BUFFER_BYTES = GROUP_COMMIT_BYTES_TARGET + 64 * 1024;
+export const BATCH_BUFFER_BYTES = GROUP_COMMIT_BYTES_TARGET + 64 * 1024;
 
 /** Weight of the newest flush in the moving mean of flush sizes. */
 const RECENT_FLUSH_WEIGHT = 1 / 16;
@@ -134,6 +136,19 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => { resolve = r; });
   return { promise, resolve };
+}
+
+/** The answer to a written request: its last group's numbers and commit position. */
+function resultOf(outcome: QueuedOutcome, groups: readonly EncodedGroup[]): AppendResult {
+  let result = outcome.result;
+  for (const g of groups) {
+    const first = g.events[0];
+    const last = g.events[g.events.length - 1];
+    result = !first || !last
+      ? { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false }
+      : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
+  }
+  return result;
 }
 
 export class LogWriter {
@@ -181,10 +196,12 @@ export class LogWriter {
     this.refusal = refusal;
     for (const r of this.queue.splice(0)) r.reject(refusal);
     for (const b of this.pipeline) for (const o of b.outcomes) o.request.reject(refusal);
-    while (this.writing) await new Promise((r) => setTimeout(r, 1));
+    // In-flight batches become durable (and recorded) but are never applied; once they are, the
+    // pipeline empties, which also frees a writer loop waiting for room in it.
     while (this.pipeline.some((b) => !b.recorded) && !this.deps.failure.current) await this.pipelineProgress.promise;
     this.pipeline.splice(0);
     this.signalPipelineProgress();
+    while (this.writing) await new Promise((r) => setTimeout(r, 1));
   }
 
   /** Writes again (this node became the leader). */
@@ -201,12 +218,12 @@ export class LogWriter {
     void this.commitPipeline();
   }
 
-  enqueue(build: WriteRequest['build'], requiresFreshChunk = false): Promise<AppendResult> {
+  enqueue(build: WriteRequest['build'], requiresFreshChunk = false, answerWhenDurable = false): Promise<AppendResult> {
     const failed = this.deps.failure.current;
     if (failed) return Promise.reject(failed);
     if (this.refusal) return Promise.reject(this.refusal);
     return new Promise<AppendResult>((resolve, reject) => {
-      this.queue.push({ build, resolve, reject, requiresFreshChunk });
+      this.queue.push({ build, resolve, reject, requiresFreshChunk, answerWhenDurable });
       if (!this.writing) {
         // Start on the next turn of the event loop: every append arriving in this turn (all the
         // writers woken by one acknowledgement, all the requests read in one poll) joins the batch.
@@ -239,6 +256,8 @@ export class LogWriter {
         if (batch.outcomes.length === 0 && batch.needsNewChunk) {
           await this.drainPipeline();
           await this.checkpointTail;
+          // Refused meanwhile (a leader stepping down): the log is replication's now.
+          if (this.refusal) continue;
           const completed = registry.active;
           await registry.completeActiveAndStartNext();
           positions.writer = registry.active.startPosition;
@@ -407,7 +426,10 @@ export class LogWriter {
             await this.deps.writerCheckpoint.write(end);
           }
           if (failure.current) return;
-          for (const b of batches) b.recorded = true;
+          for (const b of batches) {
+            b.recorded = true;
+            for (const e of b.encoded) if (e.outcome.request.answerWhenDurable) e.outcome.request.resolve(resultOf(e.outcome, e.groups));
+          }
           positions.durable = Math.max(positions.durable, end);
           this.deps.onDurable?.();
           this.signalPipelineProgress();
@@ -452,17 +474,7 @@ export class LogWriter {
       }
     }
     this.deps.applier.apply(writes, committedPosition);
-    for (const { outcome, groups } of encoded) {
-      let result = outcome.result;
-      for (const g of groups) {
-        const first = g.events[0];
-        const last = g.events[g.events.length - 1];
-        result = !first || !last
-          ? { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false }
-          : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
-      }
-      outcome.request.resolve(result);
-    }
+    for (const { outcome, groups } of encoded) outcome.request.resolve(resultOf(outcome, groups));
   }
 
   private signalPipelineProgress(): void {
