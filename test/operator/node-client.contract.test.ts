@@ -1,7 +1,11 @@
-// Contract test: the operator's node client against a real node process (the build in dist/).
+// Contract test: the operator's node client against real node processes (the build in dist/):
+// a single node, and a three-node cluster on 127.0.0.x whose leader resigns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeClient, NodeClientError } from '../../operator/src/node-client/node-client.js';
+import { createCluster, type TestCluster } from '../support/cluster.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
+
+const ADMIN = { username: 'admin', password: 'changeit' };
 
 describe('NodeClient against a real node', () => {
   let node: NodeProcess;
@@ -26,9 +30,10 @@ describe('NodeClient against a real node', () => {
     expect(await client.live(node.baseUrl)).toBe(true);
   });
 
-  it('reports a command the node does not have as unsupported, and a wrong password as refused', async () => {
-    const resign = await client.resign(node.baseUrl, { username: 'admin', password: 'changeit' });
-    expect(['done', 'unsupported']).toContain(resign.kind);
+  it('reports a resign of a node that runs alone as refused with the node\'s reason, and a wrong password as refused', async () => {
+    const resign = await client.resign(node.baseUrl, ADMIN);
+    expect(resign).toMatchObject({ kind: 'refused', statusCode: 400 });
+    expect(resign.kind === 'refused' ? resign.message : '').toContain('alone');
     const wrong = await client.reloadConfig(node.baseUrl, { username: 'admin', password: 'wrong' });
     expect(wrong.kind === 'refused' || wrong.kind === 'unsupported').toBe(true);
   });
@@ -36,5 +41,38 @@ describe('NodeClient against a real node', () => {
   it('fails clearly when no node answers', async () => {
     await expect(client.gossip('http://127.0.0.1:9')).rejects.toBeInstanceOf(NodeClientError);
     expect(await client.live('http://127.0.0.1:9')).toBe(false);
+  });
+});
+
+describe('NodeClient against a three-node cluster', () => {
+  let cluster: TestCluster;
+  const client = new NodeClient({ timeoutMs: 5000 });
+
+  beforeAll(async () => {
+    cluster = await createCluster({ size: 3, firstHost: 61 });
+    await cluster.waitForStable();
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('reads three alive members with one leader from gossip, and a resign of the leader hands leadership to another node', async () => {
+    const leader = await cluster.leader();
+    const gossip = await client.gossip(leader.baseUrl);
+    expect(gossip.members.filter((member) => member.isAlive)).toHaveLength(3);
+    expect(gossip.members.filter((member) => member.state === 'Leader')).toHaveLength(1);
+    const follower = cluster.members.find((member) => member !== leader)!;
+    const refused = await client.resign(follower.baseUrl, ADMIN);
+    expect(refused.kind).toBe('refused');
+    expect(await client.resign(leader.baseUrl, ADMIN)).toEqual({ kind: 'done' });
+    const deadline = Date.now() + 30_000;
+    let next = leader;
+    while (Date.now() < deadline && next === leader) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      next = await cluster.leader().catch(() => leader);
+    }
+    expect(next).not.toBe(leader);
+    const after = await client.gossip(next.baseUrl);
+    expect(after.members.find((member) => member.state === 'Leader')?.httpEndPointPort).toBe(next.spec.httpPort);
   });
 });
