@@ -68,24 +68,15 @@ while :; do
   reason="$(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}' 2>/dev/null || true)"
   [[ "$ready" == True ]] && break
   degraded="$(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Degraded")].reason}' 2>/dev/null || true)"
-  if [[ "$reason" == ClusteringUnsupported || "$degraded" == MultipleLeaders ]]; then
-    if [[ "$degraded" == MultipleLeaders ]]; then
-      step "the nodes do not form one cluster: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Degraded")].message}') (this node version does not cluster yet)"
-    else
-      step "this node version has no clustering yet: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
-    fi
-    step "falling back to the one-node sample operator/examples/cluster-1-node.yaml"
-    k delete edb "$name" -n "$ns" --wait=true >/dev/null
-    sample=operator/examples/cluster-1-node.yaml
-    name="$(k create --dry-run=client -o jsonpath='{.metadata.name}' -f "$sample")"
-    k apply -n "$ns" -f "$sample" >/dev/null
-    continue
+  if [[ "$reason" == ClusteringUnsupported || "$reason" == InvalidSpec ]]; then
+    step "EventDBCluster $name cannot run: $(k get edb "$name" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
+    k get edb,pods -n "$ns"; exit 1
   fi
   if (( $(date +%s) > deadline )); then
     step "not Ready after 15 minutes:"; k get edb,pods -n "$ns"; exit 1
   fi
-  progress="$(k get edb "$name" -n "$ns" -o jsonpath='ready {.status.readyReplicas}/{.spec.replicas}, phase {.status.phase}' 2>/dev/null || true)"
-  step "waiting for $name: ${progress:-no status yet} ${reason:+($reason)}"
+  progress="$(k get edb "$name" -n "$ns" -o jsonpath='ready {.status.readyReplicas}/{.spec.replicas}, phase {.status.phase}, leader {.status.leader}' 2>/dev/null || true)"
+  step "waiting for $name: ${progress:-no status yet} ${reason:+($reason)}${degraded:+ degraded: $degraded}"
   sleep 10
 done
 

@@ -2,8 +2,7 @@
 // Ready with one leader; a write through <cluster>-leader readable through every pod; an image
 // and configuration change with 16 writers (followers one at a time, then the leader after it
 // resigned; no acknowledged write lost); scaling 3 -> 5 -> 3 -> 1 -> 3 with the acting operator
-// killed mid-scale. Runs when the nodes form clusters (node clustering); until then every test
-// is reported skipped with the reason the probe found.
+// killed mid-scale. Nothing here is skipped when the nodes do not form a cluster: the tests fail.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, createNamespace, ctx, deleteNamespace, kubectl, sleep, waitFor } from '../../k8s/helpers.js';
@@ -30,8 +29,6 @@ const SPEC = { replicas: 3, storage: { data: { size: '256Mi' } }, resources: { r
 describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator in the cluster', () => {
   let ns = '';
   let operatorNamespace = '';
-  /** Why the tests cannot run here, or '' when the nodes form a cluster. */
-  let noClustering = '';
 
   beforeAll(async () => {
     installCrds();
@@ -39,16 +36,6 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     operatorNamespace = await createNamespace(`edb-op-${crypto.randomBytes(2).toString('hex')}`);
     helmInstallOperator({ release: 'eventdb-operator', namespace: operatorNamespace, watchNamespaces: [ns], set: ['resources.requests.cpu=10m'] });
     expect(applyCluster(ns, 'orders', SPEC).status).toBe(0);
-    noClustering = await waitFor('the cluster to form, or to show it cannot', async () => {
-      const cluster = await getCluster(ns, 'orders');
-      const degraded = cluster?.status?.conditions?.find((condition) => condition.type === 'Degraded');
-      const ready = cluster?.status?.conditions?.find((condition) => condition.type === 'Ready');
-      if (ready?.reason === 'ClusteringUnsupported') return `the operator says: ${ready.message}`;
-      if (degraded?.reason === 'MultipleLeaders') return `the nodes do not form a cluster (node clustering not in this node version): ${degraded.reason}`;
-      if (ready?.status === 'True') return '';
-      return undefined;
-    }, 600_000, 2000);
-    if (noClustering !== '') process.stdout.write(`\n[three-node] SKIPPING: ${noClustering}\n\n`);
   }, 900_000);
 
   afterAll(async () => {
@@ -59,16 +46,11 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     if (ns !== '') await deleteNamespace(ns, 300_000);
   }, 600_000);
 
-  function needsClustering(context: { skip: (note?: string) => void }): void {
-    if (noClustering !== '') context.skip(noClustering);
-  }
-
   async function leaderOf(): Promise<string | undefined> {
     return (await getCluster(ns, 'orders'))?.status?.leader;
   }
 
-  it('is Ready with one leader, and a write through <cluster>-leader is readable through every pod', async (context) => {
-    needsClustering(context);
+  it('is Ready with one leader, and a write through <cluster>-leader is readable through every pod', async () => {
     const cluster = await waitClusterReady(ns, 'orders');
     expect(cluster.status).toMatchObject({ phase: 'Ready', replicas: 3, readyReplicas: 3 });
     const pods = await clusterPods(ns, 'orders');
@@ -84,8 +66,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     expect(Object.values(result.reads)).toEqual([{ n: 42 }, { n: 42 }, { n: 42 }]);
   });
 
-  it('rolls an image and configuration change: followers one at a time, then the leader after it resigned; no acknowledged write lost', async (context) => {
-    needsClustering(context);
+  it('rolls an image and configuration change: followers one at a time, then the leader after it resigned; no acknowledged write lost', async () => {
     await waitClusterReady(ns, 'orders');
     const newImage = tagNodeImage('dev-c');
     const leaderBefore = await leaderOf();
@@ -134,8 +115,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
   });
 
-  it('scales 3 -> 5 -> 3 with writers running, the acting operator killed mid-scale; the removed nodes\' PVCs stay', async (context) => {
-    needsClustering(context);
+  it('scales 3 -> 5 -> 3 with writers running, the acting operator killed mid-scale; the removed nodes\' PVCs stay', async () => {
     await waitClusterReady(ns, 'orders');
     const writers = await startWriters(ns, {
       name: 'writers-scale',
@@ -163,8 +143,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
   });
 
-  it('scales 3 -> 1 -> 3 keeping every acknowledged write', async (context) => {
-    needsClustering(context);
+  it('scales 3 -> 1 -> 3 keeping every acknowledged write', async () => {
     await waitClusterReady(ns, 'orders');
     const password = await secretValue(ns, 'orders-admin', 'password');
     const written = lastJsonLine<{ written: number }>(await runInCluster(ns, 'probe-before-one', writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls: [], stream: 'through-one', n: 1 }), { EVENTDB_PASSWORD: password }));
