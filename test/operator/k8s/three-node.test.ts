@@ -160,4 +160,26 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     const after = lastJsonLine<{ reads: Record<string, unknown> }>(await runInCluster(ns, 'probe-after-one', script, { EVENTDB_PASSWORD: password }));
     expect(Object.values(after.reads)).toEqual([{ n: 1 }, { n: 1 }, { n: 1 }]);
   });
+
+  it('leaves nothing behind when its namespace is deleted: no pod on any kubelet, no PVC or volume, no finalizer', async () => {
+    await waitClusterReady(ns, 'orders');
+    expect((await getCluster(ns, 'orders'))?.metadata).not.toHaveProperty('finalizers');
+    const claims = await api().get<{ items: { spec?: { volumeName?: string } }[] }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims`);
+    const volumes = (claims?.items ?? []).map((claim) => claim.spec?.volumeName).filter((name): name is string => name !== undefined);
+    expect(volumes.length).toBeGreaterThanOrEqual(3);
+    const gone = ns;
+    await deleteNamespace(gone, 300_000);
+    ns = '';
+    // What the kubelets run (their own pod lists), not only what the apiserver says.
+    const nodes = await api().get<{ items: { metadata: { name: string } }[] }>('/api/v1/nodes');
+    for (const node of nodes?.items ?? []) {
+      const running = await api().get<{ items: { metadata: { namespace: string } }[] }>(`/api/v1/nodes/${node.metadata.name}/proxy/pods`);
+      expect((running?.items ?? []).filter((pod) => pod.metadata.namespace === gone)).toEqual([]);
+    }
+    await waitFor('the volumes of the deleted claims to go', async () => {
+      const all = await api().get<{ items: { metadata: { name: string } }[] }>('/api/v1/persistentvolumes');
+      return (all?.items ?? []).every((volume) => !volumes.includes(volume.metadata.name));
+    }, 180_000, 2000);
+    expect(kubectl(['get', 'edb', '-A', '-o', 'jsonpath={.items[*].metadata.namespace}']).stdout).not.toContain(gone);
+  });
 });
