@@ -34,6 +34,10 @@ test-unit: build ## unit tests only
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
 
+#: SIM_SEEDS  seeds per cluster size for test-sim (default 1000)
+test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one
+	npx vitest run --config test/vitest.config.ts --project sim
+
 run-node: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
 	node/bin/eventdb --insecure --db ./data/db --index ./data/index $(NODE_ARGS)
 

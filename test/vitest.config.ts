@@ -21,6 +21,13 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'sim',
+          include: ['test/sim/**/*.test.ts'],
+          testTimeout: 600_000,
+        },
+      },
+      {
+        test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/crash/**/*.test.ts'],
           testTimeout: 300_000,

@@ -14,6 +14,8 @@ export interface ClusterMemberSpec {
   readonly httpPort: number;
   readonly replicationPort: number;
   readonly readOnlyReplica: boolean;
+  /** The command the member is started through (empty: directly). */
+  readonly prefix: readonly string[];
   /** Data and index directories (undefined with --mem-db). */
   readonly db: string | undefined;
   readonly index: string | undefined;
@@ -46,6 +48,12 @@ export interface ClusterOptions {
   readonly args?: readonly string[];
   /** First address: 127.0.0.<firstHost>, the next ones above it. */
   readonly firstHost?: number;
+  /**
+   * Members in network namespaces of their own (test/support/netns.ts) instead of on loopback:
+   * their addresses, and the command each is started through. Ports are then the defaults
+   * (2113, 1112), as on separate machines.
+   */
+  readonly network?: { readonly ips: readonly string[]; readonly prefix: (index: number) => readonly string[] };
 }
 
 /** Timings for tests: a cluster forms and fails over in about a second. */
@@ -62,10 +70,14 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
   const first = options.firstHost ?? 11;
   const specs: ClusterMemberSpec[] = [];
   for (let i = 0; i < count; i++) {
-    const ip = `127.0.0.${first + i}`;
+    const network = options.network;
+    const ip = network === undefined ? `127.0.0.${first + i}` : network.ips[i]!;
     const name = `node${i + 1}`;
     specs.push({
-      name, ip, httpPort: await freePort(ip), replicationPort: await freePort(ip), readOnlyReplica: i >= options.size,
+      name, ip, readOnlyReplica: i >= options.size,
+      httpPort: network === undefined ? await freePort(ip) : 2113,
+      replicationPort: network === undefined ? await freePort(ip) : 1112,
+      prefix: network?.prefix(i) ?? [],
       db: dir === undefined ? undefined : join(dir.path, name, 'db'),
       index: dir === undefined ? undefined : join(dir.path, name, 'index'),
     });
@@ -85,7 +97,7 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
       ...(s.db === undefined ? [] : ['--db', s.db, '--index', s.index!]),
       ...(options.args ?? []),
     ];
-    member.process = await startNode({ memDb: s.db === undefined, args });
+    member.process = await startNode({ memDb: s.db === undefined, args, prefix: s.prefix });
   };
 
   const state = async (member: ClusterMember): Promise<string> => {

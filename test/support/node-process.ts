@@ -21,8 +21,10 @@ export const LAUNCHER = import.meta.dirname.includes(`${sep}dist${sep}`)
   : resolve(import.meta.dirname, '../../node/bin/eventdb');
 
 /** Spawns the launcher with `args`, under this process's Node. */
-export function spawnLauncher(args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  return spawn('/bin/sh', [LAUNCHER, ...args], { ...options, env: { ...(options.env ?? process.env), NODE: process.execPath } });
+/** Spawns the launcher with `args`; `prefix` runs it through another command (`ip netns exec NS`). */
+export function spawnLauncher(args: readonly string[], options: SpawnOptions = {}, prefix: readonly string[] = []): ChildProcess {
+  const command = [...prefix, '/bin/sh', LAUNCHER, ...args];
+  return spawn(command[0]!, command.slice(1), { ...options, env: { ...(options.env ?? process.env), NODE: process.execPath } });
 }
 
 export interface NodeProcess {
@@ -72,7 +74,7 @@ export function runNode(
 }
 
 export async function startNode(
-  options: { args?: string[]; memDb?: boolean; env?: Record<string, string> } = {},
+  options: { args?: string[]; memDb?: boolean; env?: Record<string, string>; prefix?: readonly string[] } = {},
 ): Promise<NodeProcess> {
   if (!existsSync(MAIN_JS)) throw new Error(`${MAIN_JS} is missing: run \`make build\` first`);
   const port = await freePort();
@@ -86,7 +88,7 @@ export async function startNode(
   const child = spawnLauncher(args, {
     env: { ...process.env, ...options.env },
     stdio: 'pipe',
-  });
+  }, options.prefix);
   const output: string[] = [];
   const exit = new Promise<number | null>((resolveExit) =>
     child.on('exit', (code) => resolveExit(code)),

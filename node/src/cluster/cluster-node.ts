@@ -349,8 +349,10 @@ export class ClusterNode implements WriteRouter {
     this.electionsChain = this.electionsChain.then(async () => {
       if (this.stopped || !this.deps.host.available) return;
       const { state, effects } = electionStep(this.elections, input, this.electionContext());
+      const wasElecting = this.elections.electing;
       this.elections = state;
       for (const effect of effects) await this.carryOut(effect);
+      if (wasElecting && !this.elections.electing) this.electionEnded();
     }).catch((err: unknown) => this.log.error({ err }, 'election step failed'));
   }
 
@@ -382,6 +384,17 @@ export class ClusterNode implements WriteRouter {
         await this.onElected(effect.leader.instanceId, effect.proposalNumber);
         return;
     }
+  }
+
+  /**
+   * While a node takes part in an election it neither acknowledges its leader's data (replica)
+   * nor moves the commit position (leader): what it told the voters of its log must stay an upper
+   * bound of what it helped commit, or the elected node could lack an acknowledged write (found by
+   * the seeded simulation, test/sim). When the election ends, both resume.
+   */
+  private electionEnded(): void {
+    this.replica?.acknowledge();
+    this.onReplicaProgress();
   }
 
   private sendElectionMessage(endpoint: string, message: ElectionMessage): void {
@@ -423,7 +436,7 @@ export class ClusterNode implements WriteRouter {
 
   /** Replicas acknowledged (or this log grew): move the commit position and apply. */
   private onReplicaProgress(): void {
-    if (!LEADING.has(this.state) || this.epochRecord === undefined) return;
+    if (!LEADING.has(this.state) || this.epochRecord === undefined || this.elections.electing) return;
     const storage = this.deps.host.storage;
     const quorum = quorumPosition(storage.durablePosition, this.sessions.progress(), this.deps.settings.clusterSize);
     const before = this.commit;
@@ -531,6 +544,7 @@ export class ClusterNode implements WriteRouter {
         if (this.state === 'PreReadOnlyReplica') this.setState('ReadOnlyReplica');
       },
       onEnd: (end) => void this.onReplicaEnd(session, end),
+      mayAcknowledge: () => !this.elections.electing,
     });
     this.replica = session;
   }

@@ -42,6 +42,12 @@ export interface ReplicaSessionOptions {
   /** The leader's durable position as last reported, and ours: catching up until they meet. */
   readonly onProgress: (local: number, leaderDurable: number) => void;
   readonly onEnd: (end: ReplicaSessionEnd) => void;
+  /**
+   * False while this node takes part in an election: it has told the other voters how far its
+   * log goes, and acknowledging more would let the old leader commit what the elected one may
+   * lack. Acknowledgements resume (`acknowledge()`) when the election ends.
+   */
+  readonly mayAcknowledge: () => boolean;
 }
 
 interface FileInProgress {
@@ -130,8 +136,13 @@ export class ReplicaSession {
     }));
   }
 
+  /** Sends this node's durable position now (an election that held acknowledgements back ended). */
+  acknowledge(): void {
+    if (this.subscribed) this.ack();
+  }
+
   private ack(): void {
-    if (!this.ended) this.socket.write(positionFrame(FrameType.Ack, this.options.storage.durablePosition));
+    if (!this.ended && this.options.mayAcknowledge()) this.socket.write(positionFrame(FrameType.Ack, this.options.storage.durablePosition));
   }
 
   private onData(chunk: Buffer): void {
