@@ -92,6 +92,15 @@ wrapper_gomod() {
   } > "$out/go.mod"
 }
 
+# align_k8s GOMOD: Kubernetes staging modules (k8s.io/api, client-go, ...) at v0.<minor>.* become the cluster's own
+# patch release, the one the kubernetes component compiles: the Go build cache then serves their packages to every
+# other component instead of compiling another copy (the largest part of a cold build).
+align_k8s() {
+  local staging_ver="v0.${K8S_VERSION#v1.}" minor
+  minor="${staging_ver%.*}"
+  sed -i -E "s#(k8s\.io/[a-z0-9-]+) ${minor//./\\.}\.[0-9]+([^0-9]|\$)#\1 ${staging_ver}\2#g" "$1"
+}
+
 # finish NAME OUT_TMP: moves the built binaries in place and marks the cache complete.
 finish() {
   local d; d="$(dir_of "$1")"
@@ -172,9 +181,9 @@ build_crictl() {
 }
 
 build_coredns() {
-  local d="$1" out="$2"
-  (cd "$d" && GOFLAGS="-trimpath -buildvcs=false" GOBIN="$out" go install -p "$par" \
-    -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" "github.com/coredns/coredns@$COREDNS_VERSION")
+  local d="$1" out="$2" m=github.com/coredns/coredns
+  wrapper_gomod "$d/src" "$m" "$COREDNS_VERSION"
+  (cd "$d/src" && go build -p "$par" -ldflags "-s -w -X $m/coremain.GitCommit=$COREDNS_VERSION" -o "$out/coredns" "$m")
 }
 
 build_cni() {
@@ -187,9 +196,11 @@ build_cni() {
 build_csi() {
   local d="$1" out="$2" sm=github.com/kubernetes-csi/external-snapshotter/v8 pm=github.com/kubernetes-csi/external-provisioner/v6
   wrapper_gomod "$d/provisioner" "$pm" "$CSI_PROVISIONER_VERSION"
+  align_k8s "$d/provisioner/go.mod"
   (cd "$d/provisioner" && go build -p "$par" -ldflags "-s -w -X main.version=$CSI_PROVISIONER_VERSION" -o "$out/" "$pm/cmd/csi-provisioner")
   wrapper_gomod "$d/snapshotter" "$sm" "$CSI_SNAPSHOTTER_VERSION" \
     "github.com/kubernetes-csi/external-snapshotter/client/v8=$CSI_SNAPSHOTTER_VERSION"
+  align_k8s "$d/snapshotter/go.mod"
   (cd "$d/snapshotter" && go build -p "$par" -ldflags "-s -w -X main.version=$CSI_SNAPSHOTTER_VERSION" -o "$out/" \
     "$sm/cmd/csi-snapshotter" "$sm/cmd/snapshot-controller")
   # the VolumeSnapshot CRDs ship in the client module

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kind cluster of this checkout (the only way this project runs Kubernetes).
-#   cluster.sh up           create the cluster (or reuse it): kind, provider Docker where a daemon answers, else rootful
+#   cluster.sh up           create the cluster (or reuse it; `make images` loads the images into it): kind, provider Docker where a daemon answers, else rootful
 #                           podman; node image kindest/node where it can be pulled, else assembled offline
 #                           (node-image.sh); pod network, CSI hostpath storage, VolumeSnapshots. Writes
 #                           .local/k8s/kubeconfig and links kubectl, helm and kind into .local/k8s/bin. Idempotent.
@@ -11,7 +11,9 @@
 #                           --images also the images `make images` and the node image made. Idempotent.
 #   cluster.sh status       print the cluster's nodes (exit 1 when it does not run)
 #   cluster.sh load FILE... load image archives (docker-archive / OCI) into the cluster's nodes
+#   cluster.sh has-images   exit 0 when every node holds the images given on stdin as "REF ID" lines
 #   cluster.sh name         print the cluster name of this checkout
+#   cluster.sh exists       exit 0 when the cluster exists
 # Environment: EVENTDB_K8S_WORKERS (worker nodes, default 0), EVENTDB_K8S_NODE_IMAGE (force a node image),
 #              EVENTDB_K8S_PROVIDER (docker|podman), EVENTDB_K8S_CLUSTER (cluster name).
 set -euo pipefail
@@ -300,10 +302,6 @@ up() {
   wait_for 120 "the CSI hostpath driver" kubectl -n kube-system rollout status daemonset/csi-hostpath --timeout=1s
   wait_for 60 "the CSI driver's registration on every node" csi_registered
   wait_for 60 "service account default/default" kubectl get serviceaccount default -n default
-  # images made earlier by `make images` go in too
-  local archives=()
-  for f in "$state"/images/*.tar; do [[ -f "$f" ]] && archives+=("$f"); done
-  if ((${#archives[@]})); then load "${archives[@]}"; fi
   touch "$state/ready"
   log "cluster $cluster up in $(( $(date +%s) - t0 ))s: export KUBECONFIG=$state/kubeconfig PATH=$state/bin:\$PATH"
 }
@@ -323,11 +321,47 @@ load() {
   log "loaded $* in $(( $(date +%s) - t0 ))s"
 }
 
+# has_images < "REF ID" lines: every node's containerd holds each REF as the image ID
+has_images() {
+  prov="${prov:-$(provider)}"
+  cluster_exists || return 1
+  local n ref id got
+  while read -r ref id; do
+    [[ -n "$ref" ]] || continue
+    for n in $(node_names); do
+      got="$(engine exec "$n" crictl inspecti -o go-template --template '{{.status.id}}' "$ref" 2>/dev/null)" || return 1
+      [[ "${got#sha256:}" == "${id#sha256:}" ]] || return 1
+    done
+  done
+}
+
 # ---------- down ----------
+# What the cluster's containers hold on the host, written before they are deleted so that check-clean.sh can prove
+# each of these is gone even while other podman containers run: container ids (their processes, cgroups and
+# mounts carry them), network namespaces, and the cluster network's bridge and subnets (firewall rules name them).
+record_trace() {
+  local c
+  mkdir -p "$host_state"
+  {
+    for c in $(podman ps -aq --no-trunc --filter "label=io.x-k8s.kind.cluster=$cluster" 2>/dev/null); do
+      echo "container $c $(podman inspect "$c" --format '{{.NetworkSettings.SandboxKey}}' 2>/dev/null)"
+    done
+    if podman network exists "$cluster" 2>/dev/null; then
+      podman network inspect "$cluster" --format 'network {{.NetworkInterface}} {{range .Subnets}}{{.Subnet}} {{end}}'
+    fi
+  } > "$host_state/trace-$cluster.tmp"
+  if [[ -s "$host_state/trace-$cluster.tmp" ]]; then
+    mv "$host_state/trace-$cluster.tmp" "$host_state/trace-$cluster"
+  else
+    rm -f "$host_state/trace-$cluster.tmp"
+  fi
+}
+
 down() {
   local images=no
   [[ "${1:-}" == --images ]] && images=yes
   prov="$(provider)"
+  [[ "$prov" == podman ]] && record_trace
   if [[ -x "$(kind_bin)" ]] && cluster_exists; then
     log "deleting kind cluster $cluster"
     kind_ delete cluster --name "$cluster" >&2
@@ -367,6 +401,8 @@ case "${1:-}" in
   down) shift; down "$@" ;;
   status) status ;;
   load) shift; load "$@" ;;
+  has-images) has_images ;;
   name) echo "$cluster" ;;
-  *) echo "usage: $0 up|down [--images]|status|load FILE...|name" >&2; exit 2 ;;
+  exists) prov="$(provider)"; cluster_exists ;;
+  *) echo "usage: $0 up|down [--images]|status|load FILE...|has-images|name|exists" >&2; exit 2 ;;
 esac

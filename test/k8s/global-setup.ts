@@ -3,7 +3,7 @@
 // created for the run when it does not run yet (and deleted afterwards, with the check that nothing is left on the
 // host), with the images built from this checkout and loaded into it. Never skipped silently: where the tier cannot
 // run it says why, and in CI it fails instead.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,8 +33,8 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const k8sDir = path.join(repo, 'test/k8s');
 const stateDir = path.join(repo, '.local/k8s');
 
-function sh(script: string, args: string[], timeoutMs: number): number | null {
-  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs });
+function sh(script: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): number | null {
+  const r = spawnSync(path.join(k8sDir, script), args, { stdio: 'inherit', timeout: timeoutMs, env: { ...process.env, ...env } });
   if (r.error) process.stdout.write(`[k8s] ${script} ${args.join(' ')}: ${r.error.message}\n`);
   return r.status;
 }
@@ -56,7 +56,10 @@ let startedHere = false;
 
 export function setup(project: TestProject): void {
   const external = process.env['KUBECONFIG'];
-  if (external && process.env['EVENTDB_K8S_FORCE_KIND'] !== '1') {
+  // KUBECONFIG of this checkout's own kind cluster (README's `export KUBECONFIG=...`) is the kind case: the images
+  // of this checkout are built and loaded as without it
+  const ownKubeconfig = external !== undefined && path.resolve(external) === path.join(stateDir, 'kubeconfig');
+  if (external && !ownKubeconfig && process.env['EVENTDB_K8S_FORCE_KIND'] !== '1') {
     if (!fs.existsSync(external)) throw new Error(`KUBECONFIG=${external} does not exist`);
     const registry = process.env['IMAGE_REGISTRY'];
     const image = process.env['EVENTDB_K8S_IMAGE'] ?? (registry ? `${registry}/eventdb:dev` : 'eventdb:dev');
@@ -85,14 +88,19 @@ export function setup(project: TestProject): void {
   } else {
     process.stdout.write('[k8s] creating the kind cluster of this checkout (the first run builds everything: see README)\n');
     startedHere = true;
+    startWatchdog();
     if (sh('cluster.sh', ['up'], 85 * 60_000) !== 0) {
+      stopWatchdog();
       sh('cluster.sh', ['down'], 300_000);
       throw new Error('[k8s] test/k8s/cluster.sh up failed');
     }
   }
   // the images of this checkout, loaded into the cluster
-  if (sh('images.sh', [], 30 * 60_000) !== 0) {
-    if (startedHere) sh('cluster.sh', ['down'], 300_000);
+  if (sh('images.sh', [], 30 * 60_000, { EVENTDB_K8S_LOAD: '1' }) !== 0) {
+    if (startedHere) {
+      stopWatchdog();
+      sh('cluster.sh', ['down'], 300_000);
+    }
     throw new Error('[k8s] test/k8s/images.sh failed');
   }
   process.stdout.write(`[k8s] cluster and images ready in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
@@ -106,8 +114,39 @@ export function setup(project: TestProject): void {
   });
 }
 
+/**
+ * A detached watchdog deletes the cluster this run made if the test process dies before its teardown (SIGKILL,
+ * a CI job timeout): it waits for this process to end, then runs `cluster.sh down` unless the teardown ran. The
+ * teardown stops it.
+ */
+let watchdog: ChildProcess | undefined;
+const watchdogMarker = path.join(repo, '.local/k8s-run-owned');
+function startWatchdog(): void {
+  if (process.env['EVENTDB_K8S_KEEP'] === '1') return;
+  fs.mkdirSync(path.dirname(watchdogMarker), { recursive: true });
+  fs.writeFileSync(watchdogMarker, `${process.pid}\n`);
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 2; done
+    if [ -f "$1" ]; then rm -f "$1"; echo "[k8s] the test run ended without its teardown: deleting its cluster" >&2; exec "$2" down; fi`;
+  watchdog = spawn('sh', ['-c', script, 'k8s-watchdog', watchdogMarker, path.join(k8sDir, 'cluster.sh')], {
+    detached: true,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  watchdog.unref();
+}
+function stopWatchdog(): void {
+  fs.rmSync(watchdogMarker, { force: true });
+  if (watchdog?.pid !== undefined && watchdog.exitCode === null) {
+    try {
+      process.kill(watchdog.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
 export function teardown(): void {
   if (!startedHere) return;
+  stopWatchdog();
   if (process.env['EVENTDB_K8S_KEEP'] === '1') {
     process.stdout.write('[k8s] EVENTDB_K8S_KEEP=1: leaving the cluster running (make k8s-down deletes it)\n');
     return;

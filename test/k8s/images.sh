@@ -84,13 +84,26 @@ for spec in "eventdb:node/Dockerfile" "eventdb-operator:operator/Dockerfile"; do
   sizes+=("$name:dev $((size / 1000000)) MB")
   log "$name:dev built in $(( $(date +%s) - t0 ))s, $((size / 1000000)) MB"
   if [[ -n "$registry" ]]; then "$engine" push "$registry/$name:dev" >&2; fi
-  # an archive for `kind load image-archive` (now, or by the next `make k8s-up`)
-  "$engine" save -o "$repo/.local/k8s/images/$name.tar.tmp" "docker.io/library/$name:dev" >&2
-  mv "$repo/.local/k8s/images/$name.tar.tmp" "$repo/.local/k8s/images/$name.tar"
 done
 printf '%s\n' "${sizes[@]}"
-if "$here/cluster.sh" status >/dev/null 2>&1; then
-  "$here/cluster.sh" load "$repo/.local/k8s/images/eventdb.tar" "$repo/.local/k8s/images/eventdb-operator.tar"
+# one archive with both images (their layers shared) for `kind load image-archive`, written again only when an
+# image changed (their ids are kept beside it)
+archive="$repo/.local/k8s/images/eventdb-images.tar"
+refs=(docker.io/library/eventdb:dev docker.io/library/eventdb-operator:dev)
+ids="$(for r in "${refs[@]}"; do echo "$r $("$engine" image inspect --format '{{.Id}}' "$r")"; done)"
+if [[ ! -f "$archive" || "$(cat "$archive.ids" 2>/dev/null)" != "$ids" ]]; then
+  save_opts=(); [[ "$engine" == podman ]] && save_opts+=(--multi-image-archive)
+  "$engine" save "${save_opts[@]}" -o "$archive.tmp" "${refs[@]}" >&2
+  mv "$archive.tmp" "$archive"
+  echo "$ids" > "$archive.ids"
+fi
+# EVENTDB_K8S_LOAD=1 (the test tier): the cluster must take them (unless every node holds these very images)
+if [[ "${EVENTDB_K8S_LOAD:-}" == 1 ]] || "$here/cluster.sh" exists; then
+  if "$here/cluster.sh" has-images <<<"$ids"; then
+    log "the cluster's nodes hold these images already"
+  else
+    "$here/cluster.sh" load "$archive"
+  fi
 else
-  log "no cluster of this checkout runs: the images are loaded by the next make k8s-up"
+  log "no cluster of this checkout runs: make k8s-up, then make images (cached) loads them"
 fi

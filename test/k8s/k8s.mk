@@ -14,8 +14,9 @@ k8s-node-image: ## assemble the kind node image offline (when kindest/node canno
 	$(K8S_DIR)/host-setup.sh >/dev/null
 	$(K8S_DIR)/node-image.sh
 
-k8s-up: ## create this checkout's kind cluster (kind + Docker or rootful podman); writes .local/k8s/kubeconfig
+k8s-up: ## create this checkout's kind cluster (kind + Docker or rootful podman) with eventdb:dev and eventdb-operator:dev loaded; writes .local/k8s/kubeconfig
 	$(K8S_DIR)/cluster.sh up
+	EVENTDB_K8S_LOAD=1 $(K8S_DIR)/images.sh
 	@echo "export KUBECONFIG=$(CURDIR)/.local/k8s/kubeconfig PATH=$(CURDIR)/.local/k8s/bin:\$$PATH"
 
 k8s-down: ## delete the cluster and every trace on the host (IMAGES=1: also the images made); idempotent
@@ -27,6 +28,5 @@ k8s-status: ## show the cluster's nodes
 k8s-check: ## check that no cluster of this checkout left anything on the host
 	$(K8S_DIR)/check-clean.sh
 
-test-k8s: build ## Kubernetes tests: on this checkout's kind cluster (made and deleted for the run), or the cluster in $KUBECONFIG
-	cd $(K8S_DIR)/go && go vet ./... && go test ./...
+test-k8s: build ## Kubernetes tests (and the cluster tools' Go tests): on this checkout's kind cluster (made and deleted for the run), or the cluster in $KUBECONFIG
 	npx vitest run --config test/vitest.config.ts --project k8s

@@ -63,7 +63,7 @@ describe.skipIf(!!ctx().skipReason)('volumes and env', () => {
     });
     await waitPodReady(ns(), 'node');
     const env = JSON.parse(execIn(ns(), 'node', ['node', '-e', 'console.log(JSON.stringify(process.env))'])) as Record<string, string>;
-    expect(env).toMatchObject({ POD_NAME: 'node', POD_MODE: 'fast', POD_USER: 'admin', POD_GREETING: 'hello node', SERVICE_HTTP_IP: '0.0.0.0' });
+    expect(env).toMatchObject({ POD_NAME: 'node', POD_MODE: 'fast', POD_USER: 'admin', POD_GREETING: 'hello node', SERVICE_NODE_IP: '0.0.0.0' });
     expect(execIn(ns(), 'node', ['cat', '/etc/hostname']).trim()).toBe('node');
     expect(execIn(ns(), 'node', ['cat', '/etc/eventdb/creds/password'])).toBe('first');
     expect(execIn(ns(), 'node', ['cat', '/etc/eventdb/cfg/eventdb.yaml'])).toBe('LogLevel: info\n');
