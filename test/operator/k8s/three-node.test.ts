@@ -151,7 +151,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     const writers = await scaleWriters('writers-scale-down');
     expect(kubectl(['scale', 'edb/orders', '-n', ns, '--replicas=3']).status).toBe(0);
     await waitFor('the scale down to start', async () => (await getCluster(ns, 'orders'))?.status?.operation !== undefined, 120_000, 500);
-    const three = await waitClusterReady(ns, 'orders', 600_000);
+    const three = await waitClusterReady(ns, 'orders', 420_000);
     expect(three.status).toMatchObject({ replicas: 3, readyReplicas: 3, clusterSize: 3 });
     expect((await clusterPods(ns, 'orders')).map((pod) => pod.name)).toEqual(['orders-0', 'orders-1', 'orders-2']);
     expect(kubectl(['get', 'pvc', 'data-orders-3', 'data-orders-4', '-n', ns]).status).toBe(0);
