@@ -1,7 +1,7 @@
 // Helpers of the operator's tests on the kind cluster: CRDs, the operator (a local process or the
 // chart in the cluster), EventDBClusters and their status, and programs run inside the cluster.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import fs, { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -172,8 +172,13 @@ export async function runInCluster(namespace: string, name: string, script: stri
 export function tagNodeImage(tag: string): string {
   const engine = run('sh', ['-c', 'command -v docker >/dev/null && docker info >/dev/null 2>&1 && echo docker || echo podman']).out.trim();
   const source = `docker.io/library/${ctx().image}`;
-  const target = `docker.io/library/${ctx().image.split(':')[0]}:${tag}`;
-  const archive = path.join(REPO, `.local/k8s/images/eventdb-${tag}.tar`);
+  // A tag of its own per source image: the image store may be shared with other checkouts.
+  const [name, sourceTag] = ctx().image.split(':');
+  const newTag = `${sourceTag ?? 'latest'}-${tag}`;
+  const target = `docker.io/library/${name}:${newTag}`;
+  const archive = path.join(REPO, `.local/k8s/images/eventdb-${newTag}.tar`);
+  // podman cannot save into an existing docker-archive
+  fs.rmSync(archive, { force: true });
   for (const [command, args] of [
     [engine, ['tag', source, target]],
     [engine, ['save', '-o', archive, target]],
@@ -182,7 +187,8 @@ export function tagNodeImage(tag: string): string {
     const result = spawnSync(command, [...args], { encoding: 'utf8', timeout: 300_000 });
     if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
   }
-  return `${ctx().image.split(':')[0]}:${tag}`;
+  fs.rmSync(archive, { force: true });
+  return `${name}:${newTag}`;
 }
 
 export { sleep };
