@@ -1,11 +1,11 @@
 # EventDB: the single entry point for humans and CI. `make help` lists the targets.
 SHELL := /bin/bash
 NPM_STAMP := node_modules/.package-lock.json
-#: NODE_ARGS   extra options for the node of `make run`, e.g. NODE_ARGS="--http-port 2114" (see node/bin/eventdb --help)
+#: NODE_ARGS   extra options for the node of `make run-node`, e.g. NODE_ARGS="--http-port 2114" (see node/bin/eventdb --help)
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build test test-unit test-integration run bench check typecheck clean
+.PHONY: help deps build test test-unit test-integration run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -38,7 +38,7 @@ test-integration: build ## integration and crash tests (real node processes)
 test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one
 	npx vitest run --config test/vitest.config.ts --project sim
 
-run: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
+run-node: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
 	node/bin/eventdb --insecure --db ./data/db --index ./data/index $(NODE_ARGS)
 
 bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)
@@ -50,3 +50,5 @@ clean: ## remove build output
 	rm -rf dist
 
 -include test/k8s/k8s.mk
+
+-include operator/operator.mk

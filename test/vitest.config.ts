@@ -36,9 +36,19 @@ export default defineConfig({
         },
       },
       {
+        // The operator against real node processes (contract tests of its node client).
+        test: {
+          name: 'operator',
+          include: ['test/operator/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         test: {
           name: 'k8s',
-          include: ['test/k8s/**/*.test.ts'],
+          // test/operator/k8s: the operator on the same cluster (one globalSetup for both)
+          include: ['test/k8s/**/*.test.ts', 'test/operator/k8s/**/*.test.ts'],
           globalSetup: ['test/k8s/global-setup.ts'],
           // one file at a time: the cluster shares the machine's two cores
           fileParallelism: false,

@@ -25,6 +25,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'http', module: './http-bench.js' },
   { name: 'https', module: './https-bench.js' },
   { name: 'scavenge', module: './scavenge-bench.js' },
+  { name: 'operator', module: './operator-bench.js', optional: true },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
   { name: 'projections', module: './projections-bench.js' },
   { name: 'cluster', module: './cluster-bench.js' },

@@ -1,0 +1,58 @@
+{{- define "eventdb-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eventdb-operator.labels" -}}
+app.kubernetes.io/name: eventdb-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: eventdb
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "eventdb-operator.selector" -}}
+app.kubernetes.io/name: eventdb-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "eventdb-operator.serviceAccountName" -}}
+{{- default (include "eventdb-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "eventdb-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The permissions the operator needs on EventDB clusters and their children, in every watched namespace. */}}
+{{- define "eventdb-operator.rules" -}}
+- apiGroups: [eventdb.io]
+  resources: [eventdbclusters, scavengeschedules, backups]
+  verbs: [get, list, watch]
+- apiGroups: [eventdb.io]
+  resources: [eventdbclusters/status, scavengeschedules/status, backups/status]
+  verbs: [get, patch, update]
+# Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement is on.
+- apiGroups: [eventdb.io]
+  resources: [eventdbclusters/finalizers]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, delete, patch]
+- apiGroups: [""]
+  resources: [services, configmaps, secrets]
+  verbs: [get, create, patch]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, create]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, create, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}

@@ -1,0 +1,16 @@
+# The operator's make targets (included by the top-level Makefile).
+.PHONY: crds
+
+crds: build ## regenerate crds/*.yaml from the operator's zod API (operator/src/api)
+	node dist/operator/src/crd-gen/write-crds.js
+
+.PHONY: manifests
+manifests: crds ## render the plain-YAML install (operator/deploy/, install.yaml) from the Helm chart
+	operator/scripts/render-manifests.sh
+
+.PHONY: run run-stop
+run: build ## local kind cluster (or $KUBECONFIG), images, the operator chart and a 3-node EventDBCluster; waits Ready, prints how to reach it
+	operator/scripts/run.sh
+
+run-stop: ## delete what make run made (the demo cluster with its data, the operator); the kind cluster stays
+	operator/scripts/run.sh stop

@@ -1,0 +1,87 @@
+/**
+ * Backup: one backup of one node of a cluster, by VolumeSnapshot or by the spec's file-copy
+ * procedure. Immutable except `ttl` (CEL). The controller comes with the backup issue; the API
+ * and its CRD are here so the three kinds are generated, validated and installed together.
+ */
+import { z } from 'zod';
+import { ClusterReference, Conditions, Duration, ObjectMeta, Timestamp, celRules } from './common.js';
+import { API_VERSION, KIND_BACKUP } from './group.js';
+
+/** Fields of Backup.spec that may not change; `ttl` is the only one that may. */
+const IMMUTABLE_FIELDS = ['cluster', 'method', 'node', 'volumeSnapshotClassName', 'fileCopy'] as const;
+
+function immutableExceptTtl(): string {
+  return IMMUTABLE_FIELDS.map(
+    (field) => `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
+  ).join(' && ');
+}
+
+export const BackupSpec = z
+  .object({
+    cluster: ClusterReference,
+    method: z.enum(['VolumeSnapshot', 'FileCopy']).default('VolumeSnapshot'),
+    node: z
+      .string()
+      .min(1)
+      .max(253)
+      .default('PreferFollower')
+      .describe('PreferFollower (the most caught-up follower), Leader, or a pod name.'),
+    volumeSnapshotClassName: z.string().max(253).optional(),
+    fileCopy: z
+      .object({
+        claimName: z.string().min(1).max(253).describe('PVC that receives the copy.'),
+        differential: z
+          .boolean()
+          .optional()
+          .describe('Copy only what changed since the last backup in that claim (default false).'),
+      })
+      .optional(),
+    ttl: Duration.optional().describe(
+      'Delete the backup this long after it completed; the last successful backup of a cluster is kept.',
+    ),
+  })
+  .meta(
+    celRules(
+      {
+        rule: immutableExceptTtl(),
+        message: 'a Backup is immutable except spec.ttl',
+      },
+      {
+        rule: "self.method != 'FileCopy' || has(self.fileCopy)",
+        message: 'method FileCopy needs spec.fileCopy.claimName',
+        fieldPath: '.fileCopy',
+        reason: 'FieldValueRequired',
+      },
+    ),
+  );
+export type BackupSpec = z.infer<typeof BackupSpec>;
+
+export const BackupStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  phase: z.enum(['Pending', 'Running', 'Completed', 'Failed']).optional(),
+  sourcePod: z.string().optional(),
+  sourceRole: z.string().optional(),
+  startedAt: Timestamp.optional(),
+  completedAt: Timestamp.optional(),
+  writerCheckpoint: z
+    .number()
+    .int()
+    .optional()
+    .describe('Every event acknowledged at or below this log position is in the backup.'),
+  snapshots: z
+    .array(z.object({ volume: z.string(), name: z.string(), readyToUse: z.boolean().optional() }))
+    .max(8)
+    .optional(),
+  path: z.string().optional().describe('FileCopy: folder inside the claim.'),
+  message: z.string().optional(),
+  conditions: Conditions.optional(),
+});
+
+export const Backup = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND_BACKUP),
+  metadata: ObjectMeta,
+  spec: BackupSpec,
+  status: BackupStatus.optional(),
+});
+export type Backup = z.infer<typeof Backup>;

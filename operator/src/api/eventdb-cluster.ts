@@ -1,0 +1,297 @@
+/**
+ * EventDBCluster: a 1-, 3- or 5-node EventDB cluster (plus read-only replicas), its storage,
+ * configuration, TLS, users and how the operator may disrupt it. The zod schemas here ARE the
+ * API: the CRD (crds/eventdb.io_eventdbclusters.yaml) is generated from them and the operator
+ * parses every object it reads with them.
+ *
+ * Defaults: only top-level scalars carry CRD defaults (replicas, readOnlyReplicas,
+ * imagePullPolicy, updateStrategy, paused). Nested optional structs are defaulted by the
+ * operator (see effective-spec.ts) and never written back, so GitOps tools see no drift.
+ */
+import { z } from 'zod';
+import {
+  ClusterReference,
+  Conditions,
+  CronSchedule,
+  Duration,
+  LocalObjectReference,
+  ObjectMeta,
+  Quantity,
+  SecretKeyReference,
+  TimeZone,
+  Timestamp,
+  celRules,
+} from './common.js';
+import { Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint } from './core-v1.js';
+import { NodeConfiguration } from './node-configuration.js';
+import { API_VERSION, KIND_CLUSTER } from './group.js';
+
+export const VolumeSpec = z.object({
+  size: Quantity.describe('Requested size of the PVC, e.g. 10Gi.'),
+  storageClassName: z
+    .string()
+    .max(253)
+    .optional()
+    .describe('StorageClass of the PVC; absent: the cluster\'s default StorageClass.'),
+});
+
+export const StorageSpec = z
+  .object({
+    data: VolumeSpec.optional().describe('PVC data-<pod> at the data directory. Default size 10Gi.'),
+    index: VolumeSpec.optional().describe(
+      'Optional second PVC index-<pod> for the index directory; absent: the index lives on the data volume.',
+    ),
+  })
+  .meta(
+    celRules(
+      {
+        rule: '!has(oldSelf.index) || has(self.index)',
+        message: 'storage.index cannot be removed once set (the index lives on that volume)',
+      },
+      {
+        rule: 'has(oldSelf.index) || !has(self.index)',
+        message: 'storage.index cannot be added to an existing cluster (the index lives on the data volume)',
+      },
+    ),
+  );
+
+export const TlsMode = z.enum(['SelfSigned', 'Secret', 'Disabled']);
+export type TlsMode = z.infer<typeof TlsMode>;
+
+export const TlsSpec = z
+  .object({
+    mode: TlsMode.default('SelfSigned').describe(
+      'SelfSigned: the operator makes a CA and node certificates. Secret: certificateSecret and caSecret. Disabled: plain HTTP.',
+    ),
+    certificateSecret: LocalObjectReference.optional().describe(
+      'mode Secret: a kubernetes.io/tls Secret (tls.crt, tls.key) with the node certificate.',
+    ),
+    caSecret: LocalObjectReference.optional().describe(
+      'Trusted CAs: every key ending in .crt is trusted (old and new CA during a migration).',
+    ),
+    reservedNodeCommonName: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('Common name of node certificates (default eventdb-node).'),
+    reload: z
+      .enum(['Signal', 'Endpoint'])
+      .optional()
+      .describe('How nodes reload certificates: Signal (SIGHUP) or Endpoint (POST /admin/reloadconfig). Default Signal.'),
+  })
+  .meta(
+    celRules({
+      rule: "self.mode != 'Secret' || has(self.certificateSecret)",
+      message: 'tls.mode Secret needs tls.certificateSecret',
+      fieldPath: '.certificateSecret',
+      reason: 'FieldValueRequired',
+    }),
+  );
+
+export const UsersSpec = z.object({
+  adminPasswordSecret: SecretKeyReference.optional().describe(
+    'Password of the admin user; absent: the operator generates Secret <cluster>-admin (key password).',
+  ),
+  opsPasswordSecret: SecretKeyReference.optional().describe(
+    'Password of the ops user; absent: the operator generates Secret <cluster>-ops (key password).',
+  ),
+});
+
+export const MaintenanceWindow = z.object({
+  schedule: CronSchedule.describe('When a window opens: five-field CRON.'),
+  timeZone: TimeZone.optional().describe('Time zone of the schedule (default UTC).'),
+  duration: Duration.describe('How long the window stays open, e.g. 4h.'),
+});
+export type MaintenanceWindow = z.infer<typeof MaintenanceWindow>;
+
+export const PodTemplateSpec = z.object({
+  metadata: z
+    .object({
+      labels: z.record(z.string(), z.string()).optional(),
+      annotations: z.record(z.string(), z.string()).optional(),
+    })
+    .optional()
+    .describe('Extra labels and annotations of the node pods.'),
+  nodeSelector: z.record(z.string(), z.string()).optional(),
+  affinity: Affinity.optional(),
+  tolerations: z.array(Toleration).max(64).optional(),
+  topologySpreadConstraints: z.array(TopologySpreadConstraint).max(16).optional(),
+  priorityClassName: z.string().max(253).optional(),
+});
+
+export const UpdateStrategy = z.enum(['RollingUpdate', 'Supervised']);
+
+export const EventDBClusterSpec = z
+  .object({
+    replicas: z
+      .number()
+      .int()
+      .default(3)
+      .describe('Voting nodes: 1, 3 or 5.')
+      .meta(celRules({ rule: 'self == 1 || self == 3 || self == 5', message: 'replicas must be 1, 3 or 5' })),
+    readOnlyReplicas: z
+      .number()
+      .int()
+      .min(0)
+      .max(16)
+      .default(0)
+      .describe('Read-only replica nodes (not voting); not with replicas 1.'),
+    image: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe("The node image; absent: the node image of the operator's own version."),
+    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+    resources: ResourceRequirements.optional(),
+    storage: StorageSpec.optional(),
+    configuration: NodeConfiguration.optional(),
+    tls: TlsSpec.optional().describe('TLS of the nodes; absent: mode SelfSigned.'),
+    users: UsersSpec.optional(),
+    licenseSecret: SecretKeyReference.optional().describe(
+      'License key that enables the node\'s auto-scavenge.',
+    ),
+    updateStrategy: UpdateStrategy.default('RollingUpdate').describe(
+      'RollingUpdate, or Supervised: every disruptive operation waits for the annotation eventdb.io/approve: <operation id>.',
+    ),
+    maintenanceWindows: z
+      .array(MaintenanceWindow)
+      .max(16)
+      .optional()
+      .describe('Disruptive operations start only inside one of these windows (none: always).'),
+    paused: z.boolean().default(false).describe('true: observe and report, change nothing.'),
+    sourceBackup: LocalObjectReference.optional().describe('Bootstrap from this Backup; immutable.'),
+    podTemplate: PodTemplateSpec.optional(),
+  })
+  .meta(
+    celRules(
+      {
+        rule: 'self.replicas != 1 || self.readOnlyReplicas == 0',
+        message: 'readOnlyReplicas need replicas 3 or 5',
+        fieldPath: '.readOnlyReplicas',
+      },
+      {
+        rule:
+          'has(self.sourceBackup) == has(oldSelf.sourceBackup) && ' +
+          '(!has(self.sourceBackup) || self.sourceBackup == oldSelf.sourceBackup)',
+        message: 'sourceBackup is immutable',
+        fieldPath: '.sourceBackup',
+      },
+    ),
+  );
+export type EventDBClusterSpec = z.infer<typeof EventDBClusterSpec>;
+
+export const ClusterPhase = z.enum([
+  'Creating',
+  'Ready',
+  'Updating',
+  'Scaling',
+  'Degraded',
+  'Paused',
+  'Failed',
+]);
+export type ClusterPhase = z.infer<typeof ClusterPhase>;
+
+export const MemberStatus = z.object({
+  pod: z.string(),
+  role: z.string().describe('Node state from gossip: Leader, Follower, ReadOnlyReplica, ...'),
+  alive: z.boolean(),
+  writerCheckpoint: z.number().int().optional(),
+  chaserCheckpoint: z.number().int().optional(),
+  epochNumber: z.number().int().optional(),
+  image: z.string().optional(),
+  revision: z.string().optional().describe('Revision of the pod (hash of what needs a restart).'),
+  ready: z.boolean().optional(),
+  certificateFingerprint: z.string().optional(),
+});
+export type MemberStatus = z.infer<typeof MemberStatus>;
+
+export const OperationKind = z.enum([
+  'RollingUpdate',
+  'Scale',
+  'CertificateReload',
+  'Scavenge',
+  'Backup',
+  'Restore',
+]);
+export type OperationKind = z.infer<typeof OperationKind>;
+
+/**
+ * The one disruptive operation in progress. Everything a restarted operator needs to resume it
+ * is here; the plan itself is recomputed from the cluster each time.
+ */
+export const OperationStatus = z.object({
+  id: z.string().describe('Operation id, for eventdb.io/approve with updateStrategy Supervised.'),
+  kind: OperationKind,
+  step: z.string().describe('What is happening now, e.g. "restart orders-2".'),
+  startedAt: Timestamp,
+  reason: z.string().optional().describe('Why: ImageChanged, ConfigurationChanged, RestartRequested, ...'),
+  targetRevision: z.string().optional().describe('RollingUpdate: the revision every pod moves to.'),
+  targetImage: z.string().optional(),
+  fromReplicas: z.number().int().optional(),
+  toReplicas: z.number().int().optional(),
+  pod: z.string().optional().describe('The pod being handled.'),
+  podStep: z.string().optional().describe('Where that pod is: Deleting, WaitingReady, Resigning, ...'),
+  previousLeader: z.string().optional().describe('Leader pod before a resign, to see a new one.'),
+  stepStartedAt: Timestamp.optional(),
+  catchUpTarget: z
+    .number()
+    .int()
+    .optional()
+    .describe('Leader writer checkpoint the restarted pod must reach before the next step.'),
+  completed: z.array(z.string()).max(64).optional().describe('Pods done, in order.'),
+  waitingFor: z.string().optional().describe('What blocks the operation, when something does.'),
+});
+export type OperationStatus = z.infer<typeof OperationStatus>;
+
+export const EventDBClusterStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  phase: ClusterPhase.optional(),
+  replicas: z.number().int().optional().describe('Voting node pods that exist (the scale subresource reads it).'),
+  readyReplicas: z.number().int().optional().describe('Voting node pods that are ready.'),
+  readOnlyReplicas: z
+    .object({ replicas: z.number().int(), ready: z.number().int() })
+    .optional()
+    .describe('Read-only replica pods that exist and are ready.'),
+  clusterSize: z.number().int().optional().describe('Cluster size the voting nodes run with now.'),
+  selector: z.string().optional().describe('Label selector of the pods, for the scale subresource.'),
+  leader: z.string().optional().describe('Pod name of the current leader, from gossip.'),
+  image: z.string().optional().describe('Image every node runs now.'),
+  currentRevision: z.string().optional(),
+  updateRevision: z.string().optional(),
+  members: z.array(MemberStatus).max(32).optional(),
+  membersObservedAt: Timestamp.optional(),
+  operation: OperationStatus.optional(),
+  lastOperation: z
+    .object({ id: z.string(), kind: OperationKind, result: z.string(), finishedAt: Timestamp })
+    .optional(),
+  restartedAt: z.string().optional().describe('The eventdb.io/restartedAt value last acted on.'),
+  nextMaintenanceWindow: Timestamp.optional(),
+  certificates: z
+    .object({
+      secretHash: z.string().optional(),
+      notAfter: Timestamp.optional(),
+      reloadedAt: Timestamp.optional(),
+      servedByNodes: z.boolean().optional().describe('False while the node runs without TLS.'),
+    })
+    .optional(),
+  credentials: z
+    .object({ adminSecret: z.string().optional(), opsSecret: z.string().optional() })
+    .optional()
+    .describe('Secrets that hold the admin and ops passwords.'),
+  conditions: Conditions.optional(),
+});
+export type EventDBClusterStatus = z.infer<typeof EventDBClusterStatus>;
+
+export const EventDBCluster = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND_CLUSTER),
+  metadata: ObjectMeta,
+  spec: EventDBClusterSpec,
+  status: EventDBClusterStatus.optional(),
+});
+export type EventDBCluster = z.infer<typeof EventDBCluster>;
+
+// Referenced by other kinds' schemas.
+export { ClusterReference };

@@ -1,0 +1,52 @@
+/**
+ * The API's fixed names: group, version, kinds, the labels and annotations every child carries,
+ * and the operator's field manager. These are the contract of ../../shared/spec/operator-api.md;
+ * users, GitOps repositories and the tests rely on them, so they are written once, here.
+ */
+export const GROUP = 'eventdb.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const KIND_CLUSTER = 'EventDBCluster';
+export const KIND_SCAVENGE_SCHEDULE = 'ScavengeSchedule';
+export const KIND_BACKUP = 'Backup';
+
+export const PLURAL_CLUSTER = 'eventdbclusters';
+export const PLURAL_SCAVENGE_SCHEDULE = 'scavengeschedules';
+export const PLURAL_BACKUP = 'backups';
+
+/** The one field manager of every server-side apply and status write of the operator. */
+export const FIELD_MANAGER = 'eventdb-operator';
+
+/** Labels on every child object. */
+export const LABEL_NAME = 'app.kubernetes.io/name';
+export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const LABEL_CLUSTER = 'eventdb.io/cluster';
+/** Pods only: `leader | follower | read-only-replica`, kept current from gossip. */
+export const LABEL_ROLE = 'eventdb.io/role';
+/** Pods and PVCs: `quorum` (voting node) or `read-only-replica`. */
+export const LABEL_NODE_KIND = 'eventdb.io/node-kind';
+/** Pods and PVCs: the pod's name, so a PVC can be found from its pod and back. */
+export const LABEL_POD = 'eventdb.io/pod';
+
+export const NAME_VALUE = 'eventdb';
+export const MANAGED_BY_VALUE = 'eventdb-operator';
+
+export const ROLE_LEADER = 'leader';
+export const ROLE_FOLLOWER = 'follower';
+export const ROLE_READ_ONLY_REPLICA = 'read-only-replica';
+/** Role label of a pod gossip does not (yet) describe: not selected by `<cluster>-leader`. */
+export const ROLE_UNKNOWN = 'unknown';
+
+/** Annotation on the cluster: any new value asks for a rolling restart. */
+export const ANNOTATION_RESTARTED_AT = 'eventdb.io/restartedAt';
+/** Annotation on the cluster: `<operation id>` lets a Supervised update go on. */
+export const ANNOTATION_APPROVE = 'eventdb.io/approve';
+/** Annotation on pods: the revision (hash of everything that needs a restart) the pod runs. */
+export const ANNOTATION_REVISION = 'eventdb.io/revision';
+/** Annotation on pods: the cluster size the pod's node was started with. */
+export const ANNOTATION_CLUSTER_SIZE = 'eventdb.io/cluster-size';
+
+/** The node's HTTP port inside the pod, named `http` on every Service. */
+export const NODE_HTTP_PORT = 2113;

@@ -1,0 +1,97 @@
+/**
+ * ScavengeSchedule: the cluster-wide scavenge of the node spec ("Auto-scavenge behavior"),
+ * driven by the operator: one node at a time, followers first, the leader last after it resigns.
+ * The controller comes with the scheduled-scavenge issue; the API and its CRD are here so the
+ * three kinds are generated, validated and installed together.
+ */
+import { z } from 'zod';
+import {
+  ClusterReference,
+  Conditions,
+  CronSchedule,
+  Duration,
+  ObjectMeta,
+  TimeZone,
+  Timestamp,
+  celRules,
+} from './common.js';
+import { API_VERSION, KIND_SCAVENGE_SCHEDULE } from './group.js';
+
+export const ScavengeScheduleSpec = z
+  .object({
+    cluster: ClusterReference,
+    schedule: CronSchedule,
+    timeZone: TimeZone.default('UTC'),
+    suspend: z
+      .boolean()
+      .default(false)
+      .describe('true: the running node scavenge is stopped and no new one starts; false resumes the cycle.'),
+    threshold: z
+      .number()
+      .int()
+      .min(-1)
+      .default(0)
+      .describe('-1, 0 or > 0, as POST /admin/scavenge.'),
+    throttlePercent: z.number().int().min(1).max(100).default(100),
+    threads: z.number().int().min(1).max(4).default(1),
+    nodeTimeout: Duration.default('6h').describe(
+      'A node scavenge running longer is stopped and the cycle fails.',
+    ),
+    respectMaintenanceWindows: z.boolean().default(true),
+    historyLimit: z.number().int().min(0).max(100).default(10),
+  })
+  .meta(
+    celRules({
+      rule: 'self.threads == 1 || self.throttlePercent == 100',
+      message: 'throttlePercent must be 100 when threads > 1',
+      fieldPath: '.throttlePercent',
+    }),
+  );
+export type ScavengeScheduleSpec = z.infer<typeof ScavengeScheduleSpec>;
+
+export const ScavengeState = z.enum(['NotConfigured', 'Waiting', 'InProgress', 'Pausing', 'Paused']);
+
+const NodeScavenge = z.object({
+  pod: z.string(),
+  role: z.string().optional(),
+  scavengeId: z.string().optional(),
+  result: z.string().optional(),
+  startedAt: Timestamp.optional(),
+  finishedAt: Timestamp.optional(),
+});
+
+export const ScavengeScheduleStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  state: ScavengeState.optional(),
+  nextScheduleTime: Timestamp.optional(),
+  timeUntilNextCycle: z.string().optional().describe('d.hh:mm:ss.fffffff, as the node status endpoint.'),
+  lastCheckTime: Timestamp.optional(),
+  currentCycle: z
+    .object({
+      id: z.string(),
+      startedAt: Timestamp,
+      nodes: z.array(NodeScavenge).max(32).optional(),
+    })
+    .optional(),
+  history: z
+    .array(
+      z.object({
+        id: z.string(),
+        startedAt: Timestamp,
+        finishedAt: Timestamp.optional(),
+        result: z.string(),
+      }),
+    )
+    .max(100)
+    .optional(),
+  conditions: Conditions.optional(),
+});
+
+export const ScavengeSchedule = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(KIND_SCAVENGE_SCHEDULE),
+  metadata: ObjectMeta,
+  spec: ScavengeScheduleSpec,
+  status: ScavengeScheduleStatus.optional(),
+});
+export type ScavengeSchedule = z.infer<typeof ScavengeSchedule>;

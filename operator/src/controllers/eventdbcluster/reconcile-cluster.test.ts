@@ -1,0 +1,248 @@
+// The controller's steps against the in-memory KubeApi and a stub of the nodes' gossip: which
+// children it makes, what status says, and that an operation is persisted before a pod goes.
+// The real thing runs on a kind cluster in test/operator/k8s/.
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
+import { NodeClient } from '../../node-client/node-client.js';
+import type { NodeAccess } from '../../node-client/node-access.js';
+import { ManualClock } from '../../runtime/clock.js';
+import type { EventInput } from '../../runtime/events.js';
+import { FakeKubeApi } from '../../runtime/fake-kube-api.js';
+import { Informer } from '../../runtime/informer.js';
+import { InformerSet } from '../../runtime/informer-set.js';
+import type { KubeObject } from '../../runtime/kube-api.js';
+import { OperatorMetrics } from '../../runtime/metrics.js';
+import { CONFIG_MAPS, EVENTDB_CLUSTERS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { ChildApplier } from './children.js';
+import { reconcileCluster, type ClusterControllerDeps } from './reconcile-cluster.js';
+
+const log = pino({ level: 'silent' });
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+function clusterObject(spec: Record<string, unknown>, annotations: Record<string, string> = {}): KubeObject {
+  return { apiVersion: 'eventdb.io/v1alpha1', kind: 'EventDBCluster', metadata: { name: 'orders', namespace: 'shop', annotations }, spec };
+}
+
+class Harness {
+  readonly api = new FakeKubeApi();
+  readonly clock = new ManualClock(Date.parse('2026-03-04T10:00:00Z'));
+  readonly events: EventInput[] = [];
+  /** Gossip state each pod reports, by pod name. */
+  readonly gossip = new Map<string, string>();
+  readonly informers: Informer[] = [];
+  deps!: ClusterControllerDeps;
+
+  async start(spec: Record<string, unknown>, options: { clustering?: boolean } = {}): Promise<void> {
+    this.api.seed(EVENTDB_CLUSTERS, clusterObject(spec));
+    const clusters = new Informer({ api: this.api, type: EVENTDB_CLUSTERS, clock: this.clock, log, resyncPeriodMs: 0 });
+    const pods = new Informer({ api: this.api, type: PODS, clock: this.clock, log, resyncPeriodMs: 0 });
+    this.informers.push(clusters, pods);
+    for (const informer of this.informers) informer.start();
+    await Promise.all(this.informers.map((informer) => informer.waitForSync()));
+    const access: NodeAccess = { baseUrl: async (_namespace, pod) => (pod.ip === undefined ? undefined : `http://${pod.name}.test`), close: async () => undefined };
+    const fakeFetch = (async (url: URL | string) => {
+      const pod = new URL(String(url)).hostname.replace(/\.test$/, '');
+      const state = this.gossip.get(pod);
+      if (state === undefined) throw new Error('connection refused');
+      const member = { instanceId: pod, state, isAlive: true, httpEndPointIp: '0.0.0.0', httpEndPointPort: 2113, writerCheckpoint: 100 };
+      return new Response(JSON.stringify({ members: [member] }), { status: 200 });
+    }) as typeof fetch;
+    this.deps = {
+      api: this.api,
+      clusters: new InformerSet([clusters]),
+      pods: new InformerSet([pods]),
+      client: new NodeClient({ fetch: fakeFetch }),
+      access,
+      events: { record: async (_object, event) => void this.events.push(event) },
+      clock: this.clock,
+      metrics: new OperatorMetrics(),
+      defaults: { nodeImage: 'eventdb:dev', dataSize: '1Gi' },
+      applier: new ChildApplier(this.api, this.clock),
+      clustering: options.clustering ?? true,
+      writtenStatus: new Map(),
+    };
+  }
+
+  async reconcile(): Promise<{ requeueAfterMs?: number }> {
+    await settle();
+    const result = await reconcileCluster(this.deps, { key: 'shop/orders', namespace: 'shop', name: 'orders', log, reconcileId: 'r' });
+    await settle();
+    this.clock.advance(2000);
+    return result;
+  }
+
+  status(): EventDBClusterStatus {
+    return (this.api.objects(EVENTDB_CLUSTERS)[0]?.['status'] ?? {}) as EventDBClusterStatus;
+  }
+
+  names(type: Parameters<FakeKubeApi['objects']>[0]): string[] {
+    return this.api.objects(type).map((object) => object.metadata.name ?? '').sort();
+  }
+
+  /** What a kubelet and the node would do: the pod runs, is ready, and gossips `state`. */
+  async runPod(name: string, state = 'Leader'): Promise<void> {
+    await this.api.patch(PODS, 'shop', name, { status: { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] } }, { subresource: 'status' });
+    this.gossip.set(name, state);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.informers.map((informer) => informer.stop()));
+  }
+}
+
+let harness: Harness;
+afterEach(async () => harness?.stop());
+
+describe('reconcileCluster', () => {
+  it('creates every child of a one-node cluster, owned by it, and reports Creating', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    expect(harness.names(SECRETS)).toEqual(['orders-admin', 'orders-ca', 'orders-node-tls', 'orders-ops']);
+    expect(harness.names(SERVICES)).toEqual(['orders', 'orders-headless', 'orders-leader']);
+    expect(harness.names(CONFIG_MAPS)).toEqual(['orders-config']);
+    expect(harness.names(PDBS)).toEqual(['orders']);
+    expect(harness.names(PVCS)).toEqual(['data-orders-0']);
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    const config = parse((harness.api.objects(CONFIG_MAPS)[0]?.['data'] as Record<string, string>)['eventdb.conf'] ?? '');
+    expect(config).toEqual({});
+    const pod = harness.api.objects(PODS)[0];
+    expect(pod?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'EventDBCluster', name: 'orders', controller: true });
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status).toMatchObject({ phase: 'Creating', replicas: 1, readyReplicas: 0, selector: 'eventdb.io/cluster=orders', observedGeneration: 1 });
+    expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Creating', observedGeneration: 1 });
+    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'False', reason: 'NodeTlsUnsupported' });
+    expect(harness.events.map((event) => event.reason)).toContain('NodeCreated');
+  });
+
+  it('becomes Ready once the node runs, labels it leader and lists it as a member', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    expect(harness.api.objects(PODS)[0]?.metadata.labels?.['eventdb.io/role']).toBe('leader');
+    const status = harness.status();
+    expect(status).toMatchObject({ phase: 'Ready', readyReplicas: 1, leader: 'orders-0', image: 'eventdb:dev' });
+    expect(status.members?.[0]).toMatchObject({ pod: 'orders-0', role: 'Leader', alive: true, writerCheckpoint: 100 });
+    expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'True', reason: 'ClusterReady' });
+    expect(status.conditions?.find((condition) => condition.type === 'QuorumHealthy')).toMatchObject({ status: 'True' });
+  });
+
+  it('persists the operation in status before it restarts the pod for a new image, then finishes it', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { image: 'eventdb:next' } });
+    harness.api.writes.length = 0;
+    await harness.reconcile();
+    const order = harness.api.writes.map((write) => `${write.verb} ${write.kind}${write.subresource ? '/status' : ''}`);
+    expect(order.indexOf('apply EventDBCluster/status')).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf('apply EventDBCluster/status')).toBeLessThan(order.indexOf('delete Pod'));
+    expect(harness.status().operation).toMatchObject({ kind: 'RollingUpdate', reason: 'ImageChanged', pod: 'orders-0', podStep: 'Restarting' });
+    expect(harness.status().phase).toBe('Updating');
+    expect(harness.names(PODS)).toEqual([]);
+    await harness.reconcile();
+    expect((harness.api.objects(PODS)[0]?.['spec'] as { containers: { image: string }[] }).containers[0]?.image).toBe('eventdb:next');
+    await harness.runPod('orders-0');
+    for (let i = 0; i < 3 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    expect(harness.status().operation).toBeUndefined();
+    expect(harness.status().lastOperation).toMatchObject({ kind: 'RollingUpdate', result: 'Succeeded' });
+    expect(harness.status().phase).toBe('Ready');
+    expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['RollingUpdateStarted', 'NodeRestarting', 'RollingUpdateCompleted']));
+  });
+
+  it('reports an invalid spec in Ready, names the field, and changes nothing', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, maintenanceWindows: [{ schedule: '0 2 * * 6', timeZone: 'Mars/Olympus', duration: '1h' }] });
+    const result = await harness.reconcile();
+    expect(result.requeueAfterMs).toBeUndefined();
+    expect(harness.names(PODS)).toEqual([]);
+    const ready = harness.status().conditions?.find((condition) => condition.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(ready?.message).toContain('spec.maintenanceWindows[0].timeZone');
+    expect(harness.status().phase).toBe('Failed');
+  });
+
+  it('refuses several nodes while the node has no clustering, saying why', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 }, { clustering: false });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ClusteringUnsupported' });
+  });
+
+  it('creates no node when a restore from a Backup is asked for, and says it cannot restore yet', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    const ready = harness.status().conditions?.find((condition) => condition.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'RestoreUnsupported' });
+    expect(ready?.message).toContain('spec.sourceBackup');
+  });
+
+  it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    const pod = harness.api.objects(PODS).find((candidate) => candidate.metadata.name === 'orders-1');
+    const env = (pod?.['spec'] as { containers: { env: { name: string; value?: string }[] }[] }).containers[0]?.env ?? [];
+    const value = (name: string): string | undefined => env.find((entry) => entry.name === name)?.value;
+    expect(value('SERVICE_CLUSTER_SIZE')).toBe('3');
+    expect(value('SERVICE_GOSSIP_SEED')).toBe('orders-0.orders-headless.shop.svc:2113,orders-2.orders-headless.shop.svc:2113');
+    expect(value('SERVICE_NODE_HOST_ADVERTISE_AS')).toBe('orders-1.orders-headless.shop.svc');
+    expect(value('SERVICE_DISCOVER_VIA_DNS')).toBe('false');
+    expect(pod?.metadata.annotations?.['eventdb.io/cluster-size']).toBe('3');
+    expect(harness.names(PDBS)).toEqual(['orders']);
+    expect(harness.api.objects(PDBS)[0]?.['spec']).toMatchObject({ minAvailable: 2 });
+  });
+
+  it('changes nothing while paused, and still reports what it sees', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { paused: true, image: 'eventdb:next' } });
+    harness.api.writes.length = 0;
+    await harness.reconcile();
+    expect(harness.api.writes.map((write) => `${write.verb} ${write.kind}${write.subresource ? '/status' : ''}`)).toEqual(['apply EventDBCluster/status']);
+    expect(harness.status()).toMatchObject({ phase: 'Paused', leader: 'orders-0' });
+  });
+
+  it('waits for the maintenance window before restarting, and says when it opens', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, maintenanceWindows: [{ schedule: '0 2 * * 6', timeZone: 'Europe/Berlin', duration: '1h' }] });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { image: 'eventdb:next' } });
+    const result = await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    expect(harness.status().nextMaintenanceWindow).toBe('2026-03-07T01:00:00.000Z');
+    expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ reason: 'WaitingForMaintenanceWindow' });
+    expect(result.requeueAfterMs).toBe(60_000);
+  });
+
+  it('recreates a pod someone deleted, on the same PVC', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.delete(PODS, 'shop', 'orders-0');
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    expect(harness.names(PVCS)).toEqual(['data-orders-0']);
+    expect(harness.events.map((event) => event.reason)).toContain('NodeRecreated');
+  });
+});

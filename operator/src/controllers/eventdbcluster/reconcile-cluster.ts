@@ -1,0 +1,506 @@
+/**
+ * Reconciling one EventDBCluster: a straight list of short, named steps (CloudNativePG style).
+ * Each step is idempotent and either lets the next one run or stops the reconcile; the status
+ * is written at the end whatever happened, and before every disruptive action, so the
+ * operation in `status.operation` is always at least as far as the cluster.
+ *
+ *   load-spec            parse and default the spec; an invalid one is reported, nothing done
+ *   check-node-support   refuse what this node version cannot run (several nodes, no clustering)
+ *   observe-pods         the cluster's pods from the informer cache
+ *   observe-members      each running node's own gossip: role, liveness, checkpoints
+ *   stop-when-paused     spec.paused: report and stop
+ *   ensure-secrets       generated passwords, self-signed CA and node certificate
+ *   ensure-config        ConfigMap <cluster>-config
+ *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
+ *   ensure-pdb           PodDisruptionBudget <cluster>
+ *   sync-role-labels     eventdb.io/role of every pod, from gossip
+ *   roll-out             the planner's next action: create, restart, resign, remove, or wait
+ */
+import type { Logger } from 'pino';
+import { ANNOTATION_APPROVE, ANNOTATION_RESTARTED_AT, LABEL_ROLE } from '../../api/group.js';
+import type { EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
+import type { NodeClient } from '../../node-client/node-client.js';
+import type { Clock } from '../../runtime/clock.js';
+import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
+import type { EventInput, EventSink } from '../../runtime/events.js';
+import type { InformerSet } from '../../runtime/informer-set.js';
+import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import type { OperatorMetrics } from '../../runtime/metrics.js';
+import { CONFIG_MAPS, EVENTDB_CLUSTERS, PDBS, PODS, SERVICES } from '../../runtime/resource-types.js';
+import { buildConfigMap } from '../../resources/config-map.js';
+import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
+import type { ClusterIdentity } from '../../resources/labels.js';
+import { nodesServeTls, renderNodeConfigFile } from '../../resources/node-settings.js';
+import { buildPdb } from '../../resources/pdb.js';
+import { buildPod, podRevision } from '../../resources/pod.js';
+import { buildServices } from '../../resources/services.js';
+import { buildClaims } from '../../resources/storage.js';
+import { canonicalJson } from '../../resources/revision.js';
+import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, opsCredentials } from './children.js';
+import { windowState } from './maintenance-window.js';
+import type { NodeAccess } from '../../node-client/node-access.js';
+import { leaderClaimants, leaderOf, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
+import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
+import { computeStatus, type StatusInput } from './status.js';
+
+export interface ClusterControllerDeps {
+  readonly api: KubeApi;
+  readonly clusters: InformerSet;
+  readonly pods: InformerSet;
+  readonly client: NodeClient;
+  readonly access: NodeAccess;
+  readonly events: EventSink;
+  readonly clock: Clock;
+  readonly metrics: OperatorMetrics;
+  readonly defaults: OperatorDefaults;
+  readonly applier: ChildApplier;
+  /** Whether the node version forms multi-node clusters (nodeSupportsClustering() in main). */
+  readonly clustering: boolean;
+  /** What the last status write of each cluster (by uid) said, and when. */
+  readonly writtenStatus: Map<string, { text: string; atMs: number; phase?: string }>;
+}
+
+/** How often a cluster is looked at: while an operation runs, and when all is quiet. */
+export const BUSY_REQUEUE_MS = 2000;
+export const IDLE_REQUEUE_MS = 15_000;
+const WINDOW_POLL_MAX_MS = 60_000;
+/** The status is rewritten at least this often, so members are never older than 30 s. */
+const STATUS_REFRESH_MS = 20_000;
+
+interface ReconcileState {
+  readonly deps: ClusterControllerDeps;
+  readonly log: Logger;
+  readonly cluster: KubeObject;
+  readonly identity: ClusterIdentity;
+  readonly previous: EventDBClusterStatus | undefined;
+  readonly nowMs: number;
+  spec?: EffectiveSpec;
+  blocked?: { reason: string; message: string };
+  configFile: string;
+  revisions: Record<NodeKind, string>;
+  pods: PodView[];
+  members: Map<string, ObservedMember>;
+  membersObserved: boolean;
+  leader: string | undefined;
+  operation: OperationStatus | undefined;
+  lastOperation: EventDBClusterStatus['lastOperation'];
+  waiting?: { reason: string; message: string };
+  failure?: { reason: string; message: string };
+  tls: StatusInput['tls'];
+  certificates?: EventDBClusterStatus['certificates'];
+  nextMaintenanceWindow?: string;
+  restartedAt: string;
+  requeueAfterMs: number | undefined;
+}
+
+type StepOutcome = 'continue' | 'stop';
+
+interface Step {
+  readonly name: string;
+  readonly run: (state: ReconcileState) => Promise<StepOutcome>;
+}
+
+export const STEPS: readonly Step[] = [
+  { name: 'load-spec', run: loadSpec },
+  { name: 'check-node-support', run: checkNodeSupport },
+  { name: 'observe-pods', run: observePods },
+  { name: 'observe-members', run: observeMembersStep },
+  { name: 'stop-when-paused', run: stopWhenPaused },
+  { name: 'ensure-secrets', run: ensureSecrets },
+  { name: 'ensure-config', run: ensureConfig },
+  { name: 'ensure-services', run: ensureServices },
+  { name: 'ensure-pdb', run: ensurePdb },
+  { name: 'sync-role-labels', run: syncRoleLabels },
+  { name: 'roll-out', run: rollOut },
+];
+
+export async function reconcileCluster(deps: ClusterControllerDeps, context: ReconcileContext): Promise<ReconcileResult> {
+  const cluster = deps.clusters.get(context.key);
+  if (cluster === undefined) {
+    // Deleted: its children go with it (owner references); nothing to clean up by hand.
+    deps.applier.forget(context.namespace, context.name);
+    return {};
+  }
+  if (cluster.metadata.deletionTimestamp !== undefined) return {};
+  const state = initialState(deps, context.log, cluster);
+  try {
+    for (const step of STEPS) {
+      const outcome = await step.run(state);
+      if (outcome === 'stop') {
+        context.log.debug({ step: step.name }, 'reconcile stopped at step');
+        break;
+      }
+    }
+  } catch (err: unknown) {
+    // The status says what failed; the controller retries with back-off.
+    state.failure = { reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
+    await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
+    throw err;
+  }
+  await writeStatus(state);
+  reportMetrics(state);
+  return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
+}
+
+function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObject): ReconcileState {
+  const previous = cluster['status'] as EventDBClusterStatus | undefined;
+  return {
+    deps,
+    log,
+    cluster,
+    identity: { name: cluster.metadata.name ?? '', namespace: cluster.metadata.namespace ?? '', uid: cluster.metadata.uid ?? '' },
+    previous,
+    nowMs: deps.clock.nowMs(),
+    configFile: '',
+    revisions: { quorum: '', 'read-only-replica': '' },
+    pods: [],
+    members: new Map(),
+    membersObserved: false,
+    leader: undefined,
+    operation: previous?.operation,
+    lastOperation: previous?.lastOperation,
+    tls: { status: 'Unknown', reason: 'NotObserved', message: '' },
+    restartedAt: cluster.metadata.annotations?.[ANNOTATION_RESTARTED_AT] ?? '',
+    requeueAfterMs: IDLE_REQUEUE_MS,
+  };
+}
+
+/** Records a blocking problem once: when the Ready condition does not already say it. */
+async function emitBlocked(state: ReconcileState, blocked: { reason: string; message: string }): Promise<void> {
+  const ready = state.previous?.conditions?.find((condition) => condition.type === 'Ready');
+  if (ready?.reason === blocked.reason && ready.message === blocked.message) return;
+  await emit(state, { type: 'Warning', reason: blocked.reason, action: 'Validate', note: blocked.message });
+}
+
+async function emit(state: ReconcileState, event: EventInput): Promise<void> {
+  state.log.info({ reason: event.reason, eventType: event.type }, event.note);
+  await state.deps.events.record(state.cluster, event);
+}
+
+async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
+  const check = effectiveSpec(state.identity.name, state.cluster['spec'], state.deps.defaults);
+  if (!check.ok) {
+    state.blocked = { reason: 'InvalidSpec', message: check.issues.join('; ') };
+    state.requeueAfterMs = undefined;
+    await emitBlocked(state, state.blocked);
+    return 'stop';
+  }
+  const spec = check.spec;
+  state.spec = spec;
+  state.configFile = renderNodeConfigFile(spec);
+  const revisionOf = (nodeKind: NodeKind): string =>
+    podRevision({ cluster: state.identity, spec, nodeKind, configFile: state.configFile, restartedAt: state.restartedAt });
+  state.revisions = { quorum: revisionOf('quorum'), 'read-only-replica': revisionOf('read-only-replica') };
+  state.tls = nodesServeTls(spec)
+    ? { status: 'True', reason: 'Served', message: 'nodes serve TLS with the mounted certificates' }
+    : spec.tls.mode === 'Disabled'
+      ? { status: 'Unknown', reason: 'TlsDisabled', message: 'tls.mode is Disabled: nodes serve plain HTTP' }
+      : {
+          status: 'False',
+          reason: 'NodeTlsUnsupported',
+          message: `tls.mode ${spec.tls.mode}: certificates are made and mounted, but this node version serves no TLS yet, so nodes run with Insecure`,
+        };
+  return 'continue';
+}
+
+async function checkNodeSupport(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec;
+  if (spec?.sourceBackup !== undefined && state.pods.length === 0) {
+    // Starting empty nodes when a restore was asked for would look like a restore that lost
+    // everything: refuse until the Backup controller can restore.
+    state.blocked = {
+      reason: 'RestoreUnsupported',
+      message: `spec.sourceBackup ${spec.sourceBackup}: restoring from a Backup is not implemented by this operator version yet; no node was created`,
+    };
+    state.requeueAfterMs = undefined;
+    await emitBlocked(state, state.blocked);
+    return 'stop';
+  }
+  if (spec === undefined || state.deps.clustering || (spec.replicas === 1 && spec.readOnlyReplicas === 0)) return 'continue';
+  state.blocked = {
+    reason: 'ClusteringUnsupported',
+    message: `replicas ${spec.replicas} and readOnlyReplicas ${spec.readOnlyReplicas}: this node version has no clustering options (ClusterSize, GossipSeed); only replicas 1 can run`,
+  };
+  state.requeueAfterMs = undefined;
+  await emitBlocked(state, state.blocked);
+  return 'stop';
+}
+
+async function observePods(state: ReconcileState): Promise<StepOutcome> {
+  const { name, namespace } = state.identity;
+  state.pods = state.deps.pods
+    .list((pod) => pod.metadata.namespace === namespace && pod.metadata.labels?.['eventdb.io/cluster'] === name)
+    .map((pod) => podView(name, pod))
+    .filter((pod): pod is PodView => pod !== undefined)
+    .sort((a, b) => a.name.localeCompare(b.name));
+  return 'continue';
+}
+
+async function observeMembersStep(state: ReconcileState): Promise<StepOutcome> {
+  const { client, access } = state.deps;
+  state.members = await observeMembers({ cluster: state.identity.name, namespace: state.identity.namespace, pods: state.pods, client, access });
+  state.membersObserved = true;
+  state.leader = leaderOf(state.members);
+  return 'continue';
+}
+
+async function stopWhenPaused(state: ReconcileState): Promise<StepOutcome> {
+  if (state.spec?.paused !== true) return 'continue';
+  state.requeueAfterMs = IDLE_REQUEUE_MS;
+  return 'stop';
+}
+
+async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const users = await ensureUserSecrets(state.deps.api, state.identity, spec);
+  for (const name of users.created) {
+    await emit(state, { type: 'Normal', reason: 'CredentialsGenerated', action: 'Create', note: `generated a password in Secret ${name}` });
+  }
+  const tls = await ensureTlsSecrets(state.deps.api, state.identity, spec, state.nowMs, state.log);
+  for (const event of tls.events) await emit(state, { type: 'Normal', action: 'Create', ...event });
+  if (tls.certificates !== undefined) {
+    state.certificates = { ...tls.certificates, servedByNodes: nodesServeTls(spec), ...(state.previous?.certificates?.reloadedAt ? { reloadedAt: state.previous.certificates.reloadedAt } : {}) };
+  }
+  const missing = [...users.missing, ...tls.missing];
+  if (missing.length === 0) return 'continue';
+  state.blocked = { reason: 'SecretMissing', message: `missing Secrets: ${missing.join(', ')}` };
+  await emitBlocked(state, state.blocked);
+  state.requeueAfterMs = 30_000;
+  return 'stop';
+}
+
+async function ensureConfig(state: ReconcileState): Promise<StepOutcome> {
+  await state.deps.applier.apply(CONFIG_MAPS, buildConfigMap(state.identity, state.configFile));
+  return 'continue';
+}
+
+async function ensureServices(state: ReconcileState): Promise<StepOutcome> {
+  for (const service of buildServices(state.identity)) await state.deps.applier.apply(SERVICES, service);
+  return 'continue';
+}
+
+async function ensurePdb(state: ReconcileState): Promise<StepOutcome> {
+  const size = configuredSize(state.pods, state.spec?.replicas ?? 1);
+  await state.deps.applier.apply(PDBS, buildPdb(state.identity, Math.min(size, state.spec?.replicas ?? size)));
+  return 'continue';
+}
+
+async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
+  for (const pod of state.pods) {
+    const role = roleLabelOf(state.members.get(pod.name), state.leader);
+    if (role === undefined || (pod.roleLabel ?? null) === role || pod.terminating) continue;
+    try {
+      await state.deps.api.patch(PODS, state.identity.namespace, pod.name, { metadata: { labels: { [LABEL_ROLE]: role } } });
+      if (role === 'leader') state.log.info({ pod: pod.name }, 'pod labelled leader');
+    } catch (err: unknown) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+  return 'continue';
+}
+
+function restartReason(state: ReconcileState): string {
+  const spec = state.spec as EffectiveSpec;
+  if (state.pods.some((pod) => pod.image !== undefined && pod.image !== spec.image)) return 'ImageChanged';
+  if (state.restartedAt !== (state.previous?.restartedAt ?? '')) return 'RestartRequested';
+  return 'ConfigurationChanged';
+}
+
+async function rollOut(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const window = windowState(spec.maintenanceWindows, state.nowMs);
+  if (!window.open && window.opensAtMs !== undefined) state.nextMaintenanceWindow = new Date(window.opensAtMs).toISOString();
+  const decision = planRollout({
+    cluster: state.identity.name,
+    replicas: spec.replicas,
+    readOnlyReplicas: spec.readOnlyReplicas,
+    revisions: state.revisions,
+    pods: state.pods,
+    members: state.members,
+    leader: state.leader,
+    operation: state.operation,
+    gates: {
+      windowOpen: window.open,
+      ...(window.open || window.opensAtMs === undefined ? {} : { windowOpensAtMs: window.opensAtMs }),
+      supervised: spec.updateStrategy === 'Supervised',
+      ...(state.cluster.metadata.annotations?.[ANNOTATION_APPROVE] === undefined ? {} : { approvedId: state.cluster.metadata.annotations[ANNOTATION_APPROVE] }),
+    },
+    nowMs: state.nowMs,
+    restartReason: restartReason(state),
+  });
+  state.operation = decision.finished === undefined ? decision.operation : undefined;
+  if (decision.started !== undefined) await operationStarted(state, decision.started);
+  if (decision.finished !== undefined) await operationFinished(state, decision.finished.operation);
+  state.requeueAfterMs = requeueFor(state, decision.action, window.open ? undefined : window.opensAtMs);
+  await act(state, decision.action);
+  return 'continue';
+}
+
+function requeueFor(state: ReconcileState, action: Action, opensAtMs: number | undefined): number {
+  if (action.kind === 'wait' && action.reason === 'WaitingForMaintenanceWindow' && opensAtMs !== undefined) {
+    return Math.max(BUSY_REQUEUE_MS, Math.min(WINDOW_POLL_MAX_MS, opensAtMs - state.nowMs));
+  }
+  if (action.kind === 'wait' && action.reason === 'WaitingForApproval') return IDLE_REQUEUE_MS;
+  return state.operation !== undefined || action.kind !== 'none' ? BUSY_REQUEUE_MS : IDLE_REQUEUE_MS;
+}
+
+async function operationStarted(state: ReconcileState, operation: OperationStatus): Promise<void> {
+  state.deps.metrics.operationsInProgress.set({ kind: operation.kind }, 1);
+  const what = operation.kind === 'Scale' ? `scale from ${operation.fromReplicas} to ${operation.toReplicas} nodes` : `rolling update (${operation.reason})`;
+  await emit(state, { type: 'Normal', reason: `${operation.kind}Started`, action: operation.kind, note: `${what}; operation ${operation.id}` });
+}
+
+async function operationFinished(state: ReconcileState, operation: OperationStatus): Promise<void> {
+  const seconds = (state.nowMs - Date.parse(operation.startedAt)) / 1000;
+  state.deps.metrics.operationSeconds.observe({ kind: operation.kind, result: 'Succeeded' }, seconds);
+  state.deps.metrics.operationsInProgress.set({ kind: operation.kind }, 0);
+  state.lastOperation = { id: operation.id, kind: operation.kind, result: 'Succeeded', finishedAt: new Date(state.nowMs).toISOString() };
+  await emit(state, {
+    type: 'Normal',
+    reason: `${operation.kind}Completed`,
+    action: operation.kind,
+    note: `operation ${operation.id} completed in ${seconds.toFixed(1)} s (${(operation.completed ?? []).join(', ') || 'no restarts'})`,
+  });
+}
+
+async function act(state: ReconcileState, action: Action): Promise<void> {
+  switch (action.kind) {
+    case 'none':
+      return;
+    case 'wait':
+      state.waiting = { reason: action.reason, message: action.message };
+      if (action.reason === 'WaitingForMaintenanceWindow' || action.reason === 'WaitingForApproval') {
+        await emit(state, { type: 'Normal', reason: action.reason, action: 'Wait', note: action.message });
+      } else if (action.reason === 'WaitingForCatchUp' && state.operation?.kind === 'Scale') {
+        // The contract: scaling is refused, with a condition and an Event, while a member lags.
+        await emit(state, { type: 'Warning', reason: 'ScaleWaitingForCatchUp', action: 'Scale', note: action.message });
+      }
+      return;
+    case 'create':
+      return createPods(state, action.pods);
+    case 'delete':
+      await writeStatus(state);
+      return deletePod(state, action.pod, action.uid, action.why);
+    case 'resign':
+      await writeStatus(state);
+      return resign(state, action.pod);
+  }
+}
+
+async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
+  const spec = state.spec as EffectiveSpec;
+  for (const pod of pods) {
+    await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
+    // A pod the status listed before, missing outside any operation, went away: it is remade.
+    const recovering = state.operation === undefined && (state.previous?.members ?? []).some((member) => member.pod === pod.name);
+    const object = buildPod({
+      cluster: state.identity,
+      spec,
+      pod: pod.name,
+      nodeKind: pod.kind,
+      clusterSize: pod.clusterSize,
+      configFile: state.configFile,
+      restartedAt: state.restartedAt,
+    });
+    await state.deps.api.apply(PODS, object, { force: true });
+    const note = `${recovering ? 'recreated the missing pod' : 'created pod'} ${pod.name} (cluster size ${pod.clusterSize})`;
+    await emit(state, { type: recovering ? 'Warning' : 'Normal', reason: recovering ? 'NodeRecreated' : 'NodeCreated', action: 'Create', note });
+  }
+}
+
+async function deletePod(state: ReconcileState, pod: string, uid: string, why: 'restart' | 'remove'): Promise<void> {
+  const reason = why === 'restart' ? 'NodeRestarting' : 'NodeRemoving';
+  const because = why === 'restart' ? (state.operation?.reason ?? 'Restart') : 'ScaleDown';
+  await emit(state, { type: 'Normal', reason, action: why === 'restart' ? 'Restart' : 'Remove', note: `${why} ${pod} (${because})` });
+  try {
+    await state.deps.api.delete(PODS, state.identity.namespace, pod, { uid });
+  } catch (err: unknown) {
+    // Another incarnation of the pod is there already: this one is gone.
+    if (!isConflict(err)) throw err;
+  }
+}
+
+async function resign(state: ReconcileState, podName: string): Promise<void> {
+  const spec = state.spec as EffectiveSpec;
+  const pod = state.pods.find((candidate) => candidate.name === podName);
+  const baseUrl = pod === undefined ? undefined : await state.deps.access.baseUrl(state.identity.namespace, pod);
+  const credentials = await opsCredentials(state.deps.api, state.identity.namespace, spec);
+  if (pod === undefined || baseUrl === undefined || credentials === undefined) {
+    state.log.warn({ pod: podName }, 'cannot reach the leader or read the ops credentials to resign it');
+    return;
+  }
+  const outcome = await state.deps.client.resign(baseUrl, credentials);
+  if (outcome.kind === 'done') {
+    await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `asked leader ${podName} to resign` });
+    return;
+  }
+  if (outcome.kind === 'refused') {
+    await emit(state, { type: 'Warning', reason: 'ResignRefused', action: 'Resign', note: `leader ${podName} refused to resign: ${outcome.statusCode} ${outcome.message}` });
+    return;
+  }
+  // This node version has no resign: losing the leader forces the election instead.
+  await emit(state, { type: 'Warning', reason: 'ResignUnsupported', action: 'Resign', note: `node ${podName} has no POST /admin/node/resign; restarting it forces an election` });
+  if (state.operation !== undefined) state.operation = { ...state.operation, podStep: 'Restarting', step: `restart ${podName}` };
+  await writeStatus(state);
+  await deletePod(state, podName, pod.uid, 'restart');
+}
+
+function statusInput(state: ReconcileState): StatusInput {
+  const spec = state.spec;
+  return {
+    name: state.identity.name,
+    generation: state.cluster.metadata.generation,
+    previous: state.previous,
+    nowIso: new Date(state.nowMs).toISOString(),
+    ...(state.blocked === undefined ? {} : { blocked: state.blocked }),
+    paused: spec?.paused === true,
+    replicas: spec?.replicas ?? 0,
+    readOnlyReplicas: spec?.readOnlyReplicas ?? 0,
+    clusterSize: configuredSize(state.pods, spec?.replicas ?? 1),
+    pods: state.pods,
+    members: state.members,
+    membersObserved: state.membersObserved,
+    leader: state.leader,
+    leaderClaimants: leaderClaimants(state.members),
+    operation: state.operation,
+    ...(state.lastOperation === undefined ? {} : { lastOperation: state.lastOperation }),
+    ...(state.failure !== undefined ? { waiting: state.failure } : state.waiting === undefined ? {} : { waiting: state.waiting }),
+    ...(state.revisions.quorum === '' ? {} : { updateRevision: state.revisions.quorum }),
+    tls: state.tls,
+    ...(state.certificates === undefined ? {} : { certificates: state.certificates }),
+    ...(spec === undefined ? {} : { credentials: { adminSecret: spec.users.admin.name, opsSecret: spec.users.ops.name } }),
+    ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
+    ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
+  };
+}
+
+/** Writes the status through the status subresource, unless it says what the last write said. */
+async function writeStatus(state: ReconcileState): Promise<void> {
+  const status = computeStatus(statusInput(state));
+  const { membersObservedAt: _at, ...comparable } = status;
+  const text = canonicalJson(comparable);
+  const previous = state.deps.writtenStatus.get(state.identity.uid);
+  if (previous !== undefined && previous.text === text && state.nowMs - previous.atMs < STATUS_REFRESH_MS) return;
+  try {
+    await state.deps.api.apply(
+      EVENTDB_CLUSTERS,
+      { apiVersion: state.cluster.apiVersion, kind: state.cluster.kind, metadata: { name: state.identity.name, namespace: state.identity.namespace }, status },
+      { force: true, subresource: 'status' },
+    );
+  } catch (err: unknown) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  state.deps.writtenStatus.set(state.identity.uid, { text, atMs: state.nowMs });
+  if (status.phase !== state.previous?.phase) state.log.info({ phase: status.phase, previousPhase: state.previous?.phase }, 'cluster phase changed');
+}
+
+function reportMetrics(state: ReconcileState): void {
+  const { metrics } = state.deps;
+  const labels = { namespace: state.identity.namespace, name: state.identity.name };
+  const phase = computeStatus(statusInput(state)).phase ?? 'Creating';
+  for (const candidate of ['Creating', 'Ready', 'Updating', 'Scaling', 'Degraded', 'Paused', 'Failed']) {
+    metrics.clusterPhase.set({ ...labels, phase: candidate }, candidate === phase ? 1 : 0);
+  }
+  metrics.clusterReadyNodes.set(labels, state.pods.filter((pod) => pod.ready).length);
+}

@@ -1,0 +1,188 @@
+/**
+ * The cluster's status from what the reconcile saw and did: phase, counts, leader, members,
+ * the operation, and the conditions (kstatus: `Ready` with the generation it describes).
+ * Pure; what each condition means is written in ../../../ARCHITECTURE.md.
+ */
+import type { Condition } from '../../api/common.js';
+import type { ClusterPhase, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
+import { setCondition, type ConditionInput } from '../../runtime/conditions.js';
+import { quorumOf } from '../../resources/pdb.js';
+import { memberStatus, type ObservedMember, type PodView } from './observe.js';
+
+export const CONDITION_READY = 'Ready';
+export const CONDITION_PROGRESSING = 'Progressing';
+export const CONDITION_DEGRADED = 'Degraded';
+export const CONDITION_QUORUM = 'QuorumHealthy';
+export const CONDITION_CERTIFICATES = 'CertificatesReloaded';
+/** kstatus' abnormal-true conditions, for Flux, kpt and `kubectl wait`. */
+export const CONDITION_RECONCILING = 'Reconciling';
+export const CONDITION_STALLED = 'Stalled';
+
+export interface StatusInput {
+  readonly name: string;
+  readonly generation: number | undefined;
+  readonly previous: EventDBClusterStatus | undefined;
+  readonly nowIso: string;
+  /** Set when the spec cannot be acted on (reason, message). */
+  readonly blocked?: { readonly reason: string; readonly message: string };
+  readonly paused: boolean;
+  readonly replicas: number;
+  readonly readOnlyReplicas: number;
+  readonly clusterSize: number;
+  readonly pods: readonly PodView[];
+  readonly members: ReadonlyMap<string, ObservedMember>;
+  readonly membersObserved: boolean;
+  readonly leader: string | undefined;
+  /** Every pod whose node says it leads; more than one is a split (or nodes that do not cluster). */
+  readonly leaderClaimants?: readonly string[];
+  readonly operation: OperationStatus | undefined;
+  readonly lastOperation?: EventDBClusterStatus['lastOperation'];
+  /** What the rollout waits for, when it waits. */
+  readonly waiting?: { readonly reason: string; readonly message: string };
+  readonly updateRevision?: string;
+  readonly tls: { readonly reason: string; readonly message: string; readonly status: 'True' | 'False' | 'Unknown' };
+  readonly certificates?: EventDBClusterStatus['certificates'];
+  readonly credentials?: EventDBClusterStatus['credentials'];
+  readonly nextMaintenanceWindow?: string;
+  readonly restartedAt?: string;
+}
+
+function uniformImage(pods: readonly PodView[]): string | undefined {
+  const images = new Set(pods.map((pod) => pod.image).filter((image): image is string => image !== undefined));
+  return images.size === 1 ? [...images][0] : undefined;
+}
+
+interface Health {
+  readonly votingPods: readonly PodView[];
+  readonly readyVoting: number;
+  readonly aliveVoting: number;
+  readonly allReady: boolean;
+}
+
+function healthOf(input: StatusInput): Health {
+  const votingPods = input.pods.filter((pod) => pod.kind === 'quorum');
+  const replicaPods = input.pods.filter((pod) => pod.kind === 'read-only-replica');
+  const readyVoting = votingPods.filter((pod) => pod.ready).length;
+  const aliveVoting = votingPods.filter((pod) => input.members.get(pod.name)?.alive === true).length;
+  const allReady =
+    (input.leaderClaimants ?? []).length <= 1 &&
+    votingPods.length === input.replicas &&
+    readyVoting === input.replicas &&
+    replicaPods.length === input.readOnlyReplicas &&
+    replicaPods.every((pod) => pod.ready) &&
+    input.leader !== undefined;
+  return { votingPods, readyVoting, aliveVoting, allReady };
+}
+
+function phaseOf(input: StatusInput, health: Health): ClusterPhase {
+  if (input.blocked !== undefined) return 'Failed';
+  if (input.paused) return 'Paused';
+  if (input.operation?.kind === 'Scale') return 'Scaling';
+  if (input.operation !== undefined) return 'Updating';
+  if (health.allReady) return 'Ready';
+  if ((input.leaderClaimants ?? []).length > 1) return 'Degraded';
+  const everReady = input.previous?.conditions?.some((condition) => condition.type === CONDITION_READY && condition.status === 'True') ?? false;
+  const wasPastCreating = input.previous?.phase !== undefined && input.previous.phase !== 'Creating';
+  return everReady || wasPastCreating ? 'Degraded' : 'Creating';
+}
+
+function readyCondition(input: StatusInput, phase: ClusterPhase, health: Health): ConditionInput {
+  const base = { type: CONDITION_READY };
+  if (input.blocked !== undefined) return { ...base, status: 'False', ...input.blocked };
+  if (input.paused) return { ...base, status: 'False', reason: 'Paused', message: 'spec.paused is true: the operator observes and changes nothing' };
+  if (phase === 'Ready') return { ...base, status: 'True', reason: 'ClusterReady', message: `${health.readyVoting} of ${input.replicas} nodes ready; leader ${input.leader ?? ''}` };
+  if (input.waiting !== undefined) return { ...base, status: 'False', reason: input.waiting.reason, message: input.waiting.message };
+  if (input.operation !== undefined) return { ...base, status: 'False', reason: input.operation.kind, message: input.operation.step };
+  const reason = phase === 'Creating' ? 'Creating' : input.leader === undefined ? 'NoLeader' : 'NodesNotReady';
+  return { ...base, status: 'False', reason, message: `${health.readyVoting} of ${input.replicas} nodes ready${input.leader === undefined ? ', no leader' : ''}` };
+}
+
+function progressingCondition(input: StatusInput, phase: ClusterPhase): ConditionInput {
+  const base = { type: CONDITION_PROGRESSING };
+  if (input.operation !== undefined) {
+    return { ...base, status: 'True', reason: input.operation.kind, message: input.operation.waitingFor ?? input.operation.step };
+  }
+  if (phase === 'Creating') return { ...base, status: 'True', reason: 'Creating', message: 'creating the nodes' };
+  return { ...base, status: 'False', reason: 'Idle', message: 'no operation in progress' };
+}
+
+function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Health): ConditionInput {
+  const base = { type: CONDITION_DEGRADED };
+  const restarting = input.operation?.pod;
+  const down = health.votingPods.filter((pod) => !pod.ready && pod.name !== restarting).map((pod) => pod.name);
+  if ((input.leaderClaimants ?? []).length > 1) {
+    return { ...base, status: 'True', reason: 'MultipleLeaders', message: `several nodes claim to lead: ${(input.leaderClaimants ?? []).join(', ')}; only ${input.leader ?? ''} is labelled leader` };
+  }
+  if (phase === 'Creating' || input.blocked !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
+  if (input.membersObserved && input.leader === undefined && health.votingPods.length > 0) {
+    return { ...base, status: 'True', reason: 'NoLeader', message: 'no node reports itself leader' };
+  }
+  if (down.length > 0) return { ...base, status: 'True', reason: 'NodesNotReady', message: `not ready: ${down.join(', ')}` };
+  return { ...base, status: 'False', reason: 'AllNodesHealthy', message: '' };
+}
+
+function quorumCondition(input: StatusInput, health: Health): ConditionInput {
+  const base = { type: CONDITION_QUORUM };
+  if (!input.membersObserved) return { ...base, status: 'Unknown', reason: 'NotObserved', message: 'gossip not read yet' };
+  const quorum = quorumOf(input.clusterSize);
+  if (input.leader !== undefined && health.aliveVoting >= quorum) {
+    return { ...base, status: 'True', reason: 'QuorumAvailable', message: `${health.aliveVoting} of ${input.clusterSize} voting nodes alive (quorum ${quorum})` };
+  }
+  return {
+    ...base,
+    status: 'False',
+    reason: input.leader === undefined ? 'NoLeader' : 'QuorumLost',
+    message: `${health.aliveVoting} of ${input.clusterSize} voting nodes alive (quorum ${quorum})`,
+  };
+}
+
+export function computeStatus(input: StatusInput): EventDBClusterStatus {
+  const health = healthOf(input);
+  const phase = phaseOf(input, health);
+  let conditions: Condition[] = [...(input.previous?.conditions ?? [])];
+  const set = (condition: ConditionInput): void => {
+    conditions = setCondition(conditions, condition, input.generation, input.nowIso);
+  };
+  set(readyCondition(input, phase, health));
+  set(progressingCondition(input, phase));
+  set(degradedCondition(input, phase, health));
+  set(quorumCondition(input, health));
+  set({ type: CONDITION_CERTIFICATES, ...input.tls });
+  const ready = conditions.find((condition) => condition.type === CONDITION_READY);
+  set(
+    input.blocked !== undefined
+      ? { type: CONDITION_STALLED, status: 'True', ...input.blocked }
+      : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
+  );
+  set(
+    ready?.status === 'True' || input.blocked !== undefined || input.paused
+      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : 'Reconciled', message: '' }
+      : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
+  );
+  const replicaPods = input.pods.filter((pod) => pod.kind === 'read-only-replica');
+  const members = input.membersObserved
+    ? [...input.pods].sort((a, b) => a.name.localeCompare(b.name)).map((pod) => memberStatus(pod, input.members.get(pod.name)))
+    : input.previous?.members;
+  const image = uniformImage(input.pods) ?? input.previous?.image;
+  return {
+    observedGeneration: input.generation,
+    phase,
+    replicas: health.votingPods.length,
+    readyReplicas: health.readyVoting,
+    readOnlyReplicas: { replicas: replicaPods.length, ready: replicaPods.filter((pod) => pod.ready).length },
+    clusterSize: input.clusterSize,
+    selector: `eventdb.io/cluster=${input.name}`,
+    ...(input.leader === undefined ? {} : { leader: input.leader }),
+    ...(image === undefined ? {} : { image }),
+    ...(input.updateRevision === undefined ? {} : { updateRevision: input.updateRevision }),
+    ...(members === undefined ? {} : { members }),
+    ...(input.membersObserved ? { membersObservedAt: input.nowIso } : input.previous?.membersObservedAt === undefined ? {} : { membersObservedAt: input.previous.membersObservedAt }),
+    ...(input.operation === undefined ? {} : { operation: input.operation }),
+    ...(input.lastOperation === undefined ? {} : { lastOperation: input.lastOperation }),
+    ...(input.restartedAt === undefined ? {} : { restartedAt: input.restartedAt }),
+    ...(input.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: input.nextMaintenanceWindow }),
+    ...(input.certificates === undefined ? {} : { certificates: input.certificates }),
+    ...(input.credentials === undefined ? {} : { credentials: input.credentials }),
+    conditions,
+  };
+}

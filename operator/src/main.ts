@@ -1,0 +1,202 @@
+/**
+ * The operator's composition root: the only reader of the environment. It loads the settings,
+ * connects to the apiserver (kubeconfig or the pod's service account), starts the informers,
+ * the probe and metrics server and the leader election; the replica holding the Lease runs the
+ * controllers. Losing the Lease exits the process (the Deployment restarts it as a candidate);
+ * SIGTERM stops the controllers, gives the Lease up and exits 0.
+ */
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import { OperatorConfigError, loadOperatorConfig, type OperatorConfig } from './config/operator-config.js';
+import { ChildApplier } from './controllers/eventdbcluster/children.js';
+import { reconcileCluster, type ClusterControllerDeps } from './controllers/eventdbcluster/reconcile-cluster.js';
+import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
+import { nodeSupportsClustering } from './resources/node-settings.js';
+import { NodeClient } from './node-client/node-client.js';
+import { ClientNodeKubeApi } from './runtime/client-node-kube-api.js';
+import { systemClock } from './runtime/clock.js';
+import { Controller } from './runtime/controller.js';
+import { EventRecorder } from './runtime/events.js';
+import { Informer } from './runtime/informer.js';
+import { InformerSet } from './runtime/informer-set.js';
+import { LeaderElection } from './runtime/leader-election.js';
+import { OperatorMetrics } from './runtime/metrics.js';
+import { PortForwardAccess } from './runtime/port-forward-access.js';
+import { ProbeServer } from './runtime/probe-server.js';
+import type { KubeApi, ResourceType } from './runtime/kube-api.js';
+import { EVENTDB_CLUSTERS, PODS } from './runtime/resource-types.js';
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_CONFIG = 2;
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+/** An informer silent this long means its loop is stuck: liveness fails and the pod restarts. */
+const INFORMER_STALE_MS = 20 * 60_000;
+
+function packageVersion(): string {
+  try {
+    const text = readFileSync(new URL('../../../package.json', import.meta.url), 'utf8');
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function operatorNamespace(config: OperatorConfig, api: ClientNodeKubeApi): string {
+  if (config.OPERATOR_NAMESPACE !== undefined) return config.OPERATOR_NAMESPACE;
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim();
+  } catch {
+    return api.currentNamespace() ?? 'default';
+  }
+}
+
+function informersFor(
+  type: ResourceType,
+  config: OperatorConfig,
+  shared: { api: KubeApi; log: Logger; metrics: OperatorMetrics; labelSelector?: string },
+): InformerSet {
+  const namespaces: (string | undefined)[] = config.WATCH_NAMESPACES.length === 0 ? [undefined] : config.WATCH_NAMESPACES;
+  return new InformerSet(
+    namespaces.map(
+      (namespace) =>
+        new Informer({
+          api: shared.api,
+          type,
+          clock: systemClock,
+          log: shared.log.child({ component: 'informer', kind: type.kind, ...(namespace ? { watchNamespace: namespace } : {}) }),
+          ...(namespace === undefined ? {} : { namespace }),
+          ...(shared.labelSelector === undefined ? {} : { labelSelector: shared.labelSelector }),
+          resyncPeriodMs: config.RESYNC_PERIOD_MS,
+          onActivity: (activity) => shared.metrics.informerEvents.inc({ kind: type.kind, activity }),
+        }),
+    ),
+  );
+}
+
+async function main(): Promise<void> {
+  const version = packageVersion();
+  let config: OperatorConfig;
+  try {
+    config = loadOperatorConfig(process.env, version);
+  } catch (err: unknown) {
+    if (!(err instanceof OperatorConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  const log = pino({
+    level: config.LOG_LEVEL,
+    base: { component: 'operator', pod: config.identity },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: ['*.password', 'authorization', '*.authorization'], censor: '[redacted]' },
+  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  const api = new ClientNodeKubeApi(kubeConfig);
+  const metrics = new OperatorMetrics();
+  const access: NodeAccess = config.nodeAccess === 'pod-ip' ? podIpAccess : new PortForwardAccess(kubeConfig, log.child({ component: 'port-forward' }));
+  const clusters = informersFor(EVENTDB_CLUSTERS, config, { api, log, metrics });
+  const pods = informersFor(PODS, config, { api, log, metrics, labelSelector: 'app.kubernetes.io/managed-by=eventdb-operator' });
+  const deps: ClusterControllerDeps = {
+    api,
+    clusters,
+    pods,
+    client: new NodeClient({ timeoutMs: 5000 }),
+    access,
+    events: new EventRecorder({ api, clock: systemClock, log, controller: 'eventdb.io/eventdb-operator', instance: config.identity }),
+    clock: systemClock,
+    metrics,
+    defaults: { nodeImage: config.DEFAULT_NODE_IMAGE ?? `eventdb:${version}`, dataSize: config.DEFAULT_DATA_SIZE },
+    applier: new ChildApplier(api, systemClock),
+    clustering: nodeSupportsClustering(),
+    writtenStatus: new Map(),
+  };
+  const controller = new Controller({
+    name: 'eventdbcluster',
+    reconcile: (context) => reconcileCluster(deps, context),
+    clock: systemClock,
+    log: log.child({ component: 'controller' }),
+    metrics,
+    workers: config.WORKERS,
+  });
+  clusters.on((_event, object) => controller.enqueue(`${object.metadata.namespace}/${object.metadata.name}`));
+  pods.on((_event, object) => {
+    const cluster = object.metadata.labels?.['eventdb.io/cluster'];
+    if (cluster !== undefined) controller.enqueue(`${object.metadata.namespace}/${cluster}`);
+  });
+
+  const probes = new ProbeServer({
+    host: config.probeHost,
+    port: config.probePort,
+    registry: metrics.registry,
+    live: () => {
+      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs());
+      const synced = clusters.hasSynced() && pods.hasSynced();
+      return { ok: !synced || silentMs < INFORMER_STALE_MS, detail: synced ? `watches heard from ${Math.round(silentMs / 1000)} s ago` : 'starting' };
+    },
+    ready: () => {
+      const synced = clusters.hasSynced() && pods.hasSynced();
+      return { ok: synced, detail: synced ? (election?.isLeader() === false ? 'standby' : 'leading') : 'caches not synced' };
+    },
+  });
+  const address = await probes.listen();
+  clusters.start();
+  pods.start();
+  log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
+
+  let election: LeaderElection | undefined;
+  let stopping = false;
+  const startControllers = async (): Promise<void> => {
+    await Promise.all([clusters.waitForSync(), pods.waitForSync()]);
+    if (stopping) return;
+    metrics.isLeader.set({}, 1);
+    controller.start();
+    for (const cluster of clusters.list()) controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
+    log.info('controllers running');
+  };
+  const shutdown = async (code: number): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ exitCode: code }, 'operator stopping');
+    await controller.stop();
+    await election?.stop();
+    await Promise.all([clusters.stop(), pods.stop()]);
+    await access.close();
+    await probes.close();
+    log.flush();
+    process.exit(code);
+  };
+  process.once('SIGTERM', () => void shutdown(EXIT_OK));
+  process.once('SIGINT', () => void shutdown(EXIT_OK));
+
+  if (!config.LEADER_ELECTION) {
+    await startControllers();
+    return;
+  }
+  election = new LeaderElection({
+    api,
+    clock: systemClock,
+    log: log.child({ component: 'leader-election' }),
+    namespace: operatorNamespace(config, api),
+    name: config.LEASE_NAME,
+    identity: config.identity,
+    leaseDurationMs: config.LEASE_DURATION_MS,
+    renewDeadlineMs: config.RENEW_DEADLINE_MS,
+    retryPeriodMs: config.RETRY_PERIOD_MS,
+  });
+  void election.run({
+    onStartedLeading: () => void startControllers(),
+    onStoppedLeading: () => {
+      metrics.isLeader.set({}, 0);
+      log.error('lost the leader lease: exiting so a fresh process campaigns again');
+      void shutdown(EXIT_FAILED);
+    },
+  });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`operator failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(EXIT_FAILED);
+});
