@@ -5,7 +5,7 @@ crds: build ## regenerate crds/*.yaml from the operator's zod API (operator/src/
 	node dist/operator/src/crd-gen/write-crds.js
 
 .PHONY: manifests
-manifests: crds ## render the plain-YAML install (operator/deploy/, install.yaml) from the Helm chart
+manifests: crds ## render the plain-YAML install (operator/deploy/, operator/install.yaml) from the Helm chart
 	operator/scripts/render-manifests.sh
 
 .PHONY: run run-stop

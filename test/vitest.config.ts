@@ -52,6 +52,9 @@ export default defineConfig({
           globalSetup: ['test/k8s/global-setup.ts'],
           // one file at a time: the cluster shares the machine's two cores
           fileParallelism: false,
+          // after the other tiers: their node processes and clusters time out when the kind
+          // cluster's tests run beside them on two cores
+          sequence: { groupOrder: 1 },
           testTimeout: 600_000,
           hookTimeout: 300_000,
         },

@@ -40,8 +40,8 @@ describe('a 3-node cluster with a read-only replica', () => {
   let cluster: TestCluster;
   beforeAll(async () => {
     cluster = await createCluster({ size: 3, readOnlyReplicas: 1 });
-    await cluster.waitForStable();
-  });
+    await cluster.waitForStable(120_000);
+  }, 200_000);
   afterAll(async () => cluster?.stop());
 
   it('forms from the seeds: one leader, two followers, a read-only replica, the same view everywhere', async () => {
@@ -162,8 +162,8 @@ describe('a 5-node cluster', () => {
   let cluster: TestCluster;
   beforeAll(async () => {
     cluster = await createCluster({ size: 5, firstHost: 21 });
-    await cluster.waitForStable(60_000);
-  });
+    await cluster.waitForStable(120_000);
+  }, 200_000);
   afterAll(async () => cluster?.stop());
 
   it('forms with one leader and four followers and replicates to all of them', async () => {

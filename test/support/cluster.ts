@@ -56,9 +56,12 @@ export interface ClusterOptions {
   readonly network?: { readonly ips: readonly string[]; readonly prefix: (index: number) => readonly string[] };
 }
 
-/** Timings for tests: a cluster forms and fails over in about a second. */
+/**
+ * Timings for tests: a cluster forms and fails over in a second or two. Shorter timeouts (500 ms)
+ * kept a loaded 2-core machine (CI runs a kind cluster beside these tests) in elections.
+ */
 export const FAST_CLUSTER_ARGS = [
-  '--gossip-interval-ms', '200', '--gossip-timeout-ms', '500', '--leader-election-timeout-ms', '500',
+  '--gossip-interval-ms', '250', '--gossip-timeout-ms', '1000', '--leader-election-timeout-ms', '1000',
   '--commit-timeout-ms', '4000', '--prepare-timeout-ms', '2000',
 ];
 

@@ -39,9 +39,14 @@ export function nodeSupportsClustering(): boolean {
   return has('clusterSize') && has('gossipSeed');
 }
 
-/** True when the node version this operator was built with serves TLS from certificate files. */
+/**
+ * True when nodes can be run with TLS. The node serves TLS from certificate files now, but this
+ * operator's probes, admin client (gossip, resign) and port-forwards still speak plain HTTP, so
+ * nodes run with Insecure until they speak HTTPS with the cluster's CA (issue 17/22 follow-up).
+ */
 export function nodeSupportsTls(): boolean {
-  return has('certificateFile') && has('certificatePrivateKeyFile') && has('trustedRootCertificatesPath');
+  const operatorSpeaksHttps = false;
+  return operatorSpeaksHttps && has('certificateFile') && has('certificatePrivateKeyFile') && has('trustedRootCertificatesPath');
 }
 
 /** Whether nodes run with TLS: asked for by the spec, and possible with this node version. */

@@ -72,7 +72,7 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
     }
 
     // The plain YAML, with this checkout's images.
-    const install = readFileSync(path.join(REPO, 'install.yaml'), 'utf8')
+    const install = readFileSync(path.join(REPO, 'operator/install.yaml'), 'utf8')
       .replace(/image: "eventdb-operator:[^"]+"/g, `image: "${OPERATOR_IMAGE}"`)
       .replace(/value: "eventdb:[^"]+"/g, `value: "${ctx().image}"`);
     const applied = kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], install);

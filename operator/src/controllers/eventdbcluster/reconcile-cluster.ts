@@ -198,7 +198,7 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
       : {
           status: 'False',
           reason: 'NodeTlsUnsupported',
-          message: `tls.mode ${spec.tls.mode}: certificates are made and mounted, but this node version serves no TLS yet, so nodes run with Insecure`,
+          message: `tls.mode ${spec.tls.mode}: certificates are made and mounted, but this operator does not yet speak HTTPS to the nodes, so nodes run with Insecure`,
         };
   return 'continue';
 }
