@@ -51,10 +51,10 @@ function readsOnEachNode(ns: string): Record<string, number[] | string> {
 }
 
 /** Appends events n = from..to-1 one request each through the Service `orders` (any node; followers forward). */
-function appendThroughService(ns: string, from: number, to: number): number[] {
+function appendThroughService(ns: string, from: number, to: number, stream = 'orders'): number[] {
   return inCluster(ns, `const statuses = [];
     for (let n = ${from}; n < ${to}; n++) {
-      const r = await fetch('http://orders:2113/streams/orders', {
+      const r = await fetch('http://orders:2113/streams/${stream}', {
         method: 'POST',
         headers: { authorization: auth, 'content-type': 'application/vnd.eventstore.events+json' },
         body: JSON.stringify([{ eventId: require('crypto').randomUUID(), eventType: 'placed', data: { n } }]),
@@ -147,6 +147,12 @@ describe.skipIf(!!ctx().skipReason)('an EventDB cluster on a StatefulSet', () =>
     }
     const leader = NAMES.find((n) => formed[n]!.state === 'leader')!;
 
+    // Every node takes writes once the leader's default users have reached it (until then a node
+    // answers 503, not 401): probe on another stream through each node in turn.
+    await waitFor('writes accepted through the Service', async () => {
+      const statuses = appendThroughService(ns(), 0, 6, 'probe');
+      return statuses.every((s) => s === 201) ? statuses : undefined;
+    }, 60_000, 1000);
     // writes through the Service (kube-proxy picks any node; a follower forwards to the leader), read on every node
     expect(appendThroughService(ns(), 0, 20)).toEqual(Array(20).fill(201));
     await waitFor('the 20 events on every node', async () => {

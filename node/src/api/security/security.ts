@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 
 import type { AuthResult, Authorizer, Principal, StreamAccess } from '../auth-types.js';
 import type { EventDb, StreamAcl } from '../../storage/event-db-types.js';
+import { EventDbError } from '../../errors.js';
 import { CredentialsCache } from './credentials-cache.js';
 import { parseBasicCredentials } from './http-auth.js';
 import { hashPassword, verifyPassword } from './password-hash.js';
@@ -99,6 +100,8 @@ export interface Security extends Authorizer {
 const DEFAULT_PASSWORD = 'changeit';
 const ACL_CACHE_ENTRY_COUNT_MAX = 10_000;
 
+const DEFAULT_LOGINS: ReadonlySet<string> = new Set(['admin', 'ops']);
+
 /** Creates the service and, on first start, the default users `admin` and `ops`. */
 export async function createSecurity(options: SecurityOptions): Promise<Security> {
   const security = new SecurityService(options);
@@ -120,9 +123,12 @@ class SecurityService implements Security {
   private aclGeneration = 0;
   private settings: SystemSettings | undefined;
   private readonly unsubscribe: () => void;
+  /** A cluster member: the leader creates the default users, which reach this node by replication. */
+  private readonly defaultUsersElsewhere: boolean;
 
   constructor(options: SecurityOptions) {
     this.db = options.db;
+    this.defaultUsersElsewhere = options.createDefaultUsers === false;
     this.log = options.log;
     this.allowAnonymousStreamAccess = options.allowAnonymousStreamAccess ?? false;
     this.credentials = new CredentialsCache({ nowMs: options.nowMs ?? (() => Date.now()) });
@@ -166,6 +172,13 @@ class SecurityService implements Security {
       this.verifyCredentials(login, password),
     );
     if (principal === undefined) {
+      if (this.defaultUsersElsewhere && DEFAULT_LOGINS.has(login) && (await this.db.streamState(`$user-${login}`)).kind === 'no-stream') {
+        // A cluster that just formed: the leader's default users have not reached this node yet.
+        // Not a wrong password: answer 503 so that clients retry, as for any node not ready.
+        throw new EventDbError('EDB_NOT_READY', 'Server Is Not Ready: the default users have not reached this node yet', {
+          httpStatus: 503, details: { reason: 'Server Is Not Ready' },
+        });
+      }
       request.log.debug({ auth: { login } }, 'authentication rejected');
       return { kind: 'rejected' };
     }
