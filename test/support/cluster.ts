@@ -112,6 +112,18 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
     }
   };
 
+  /** The leader's default users have reached every running member (until then they answer 503). */
+  const usersEverywhere = async (): Promise<boolean> => {
+    const answers = await Promise.all(running().map(async (m) => {
+      try {
+        return (await m.http('GET', '/users/admin', { headers: { accept: 'application/json' } })).status;
+      } catch {
+        return 0;
+      }
+    }));
+    return answers.every((status) => status === 200);
+  };
+
   const running = (): ClusterMember[] => members.filter((m) => m.process !== undefined && m.process.child.exitCode === null && m.process.child.signalCode === null);
 
   const cluster: TestCluster = {
@@ -137,7 +149,7 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
       while (Date.now() < deadline) {
         const states = await Promise.all(running().map((m) => state(m)));
         seen = states;
-        if (states.every((s) => STABLE.has(s)) && states.filter((s) => s === 'leader').length === 1) return;
+        if (states.every((s) => STABLE.has(s)) && states.filter((s) => s === 'leader').length === 1 && await usersEverywhere()) return;
         await new Promise((r) => setTimeout(r, 100));
       }
       const tails = members.map((m) => `--- ${m.spec.name} (exit ${String(m.process?.child.exitCode)} ${String(m.process?.child.signalCode)}):\n${(m.process?.output ?? []).slice(-15).join('\n')}`);
