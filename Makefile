@@ -25,8 +25,9 @@ build: deps ## compile TypeScript to dist/
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
 
-test: build ## all tests that run on this machine (unit, integration, crash, and later tiers)
-	npx vitest run --config test/vitest.config.ts
+test: build ## all tests that run on this machine (unit, integration, crash, and later tiers); the outcome is printed last
+	@rm -f .local/test-outcome.txt
+	@npx vitest run --config test/vitest.config.ts; rc=$$?; cat .local/test-outcome.txt 2>/dev/null || echo 'no test outcome written'; exit $$rc
 
 test-unit: build ## unit tests only
 	npx vitest run --config test/vitest.config.ts --project unit

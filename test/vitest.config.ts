@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     // One temp directory per run, which must be left empty (test/temp-dir-guard.ts).
     globalSetup: ['test/temp-dir-guard.ts'],
+    // the outcome in a few lines (failures, tests that passed only on a retry), printed last by `make test`
+    reporters: ['default', './test/support/outcome-reporter.ts'],
     // the k8s tier's global teardown deletes its kind cluster and checks the host (tens of seconds)
     teardownTimeout: 600_000,
     projects: [
@@ -29,6 +31,9 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          // real processes on a shared 2-core machine: a test that fails once is run once more; the outcome
+          // report lists every such test as flaky (a bug to chase), so a retry never hides silently
+          retry: 1,
           include: ['test/integration/**/*.test.ts', 'test/crash/**/*.test.ts'],
           testTimeout: 300_000,
           hookTimeout: 120_000,
@@ -39,6 +44,7 @@ export default defineConfig({
         // The operator against real node processes (contract tests of its node client).
         test: {
           name: 'operator',
+          retry: 1,
           include: ['test/operator/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -47,6 +53,7 @@ export default defineConfig({
       {
         test: {
           name: 'k8s',
+          retry: 1,
           // test/operator/k8s: the operator on the same cluster (one globalSetup for both)
           include: ['test/k8s/**/*.test.ts', 'test/operator/k8s/**/*.test.ts'],
           globalSetup: ['test/k8s/global-setup.ts'],
