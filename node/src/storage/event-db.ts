@@ -173,14 +173,17 @@ export class Engine implements EventDb, ClusterStorage {
       log: deps.log, registry, writerCheckpoint: checkpoints.writer, committed: this.state, applier: this.applier,
       positions: this.positions, failure, thread: this.writerThread, chunkSizeBytes: options.chunkSizeBytes,
       nowMs: this.nowMs, summaryStore, commitGate: () => this.commitGate(), onDurable: () => this.notifyDurable(),
+      onSystemRecordDurable: async (type, position, data) => {
+        const epoch = type === SystemRecordType.Epoch ? decodeEpoch(data, position) : undefined;
+        if (epoch) await this.noteDurableEpoch(epoch);
+      },
     });
     const durableReader = new LogReader(registry, () => this.positions.durable);
     this.replica = new ReplicaWriter({
       log: deps.log.child({ component: 'storage.replica' }), registry, writerCheckpoint: checkpoints.writer,
       positions: this.positions, failure, thread: this.writerThread, applier: this.applier, durableReader,
       onEpoch: async (epoch) => {
-        await checkpoints.epoch.write(epoch.epochPosition);
-        checkpoints.epochNumber = epoch.epochNumber;
+        await this.noteDurableEpoch(epoch);
         this.notifyDurable();
       },
     });
@@ -206,8 +209,10 @@ export class Engine implements EventDb, ClusterStorage {
    * Brings the index and the stream existence filter up to the writer checkpoint, reading only
    * the log past the older of the two (never the whole log after a clean shutdown).
    */
-  catchUpIndex(): { records: number; fromPosition: number } {
+  catchUpIndex(): { records: number; fromPosition: number; lastEpoch: EpochRecord | undefined } {
     const writerPos = this.positions.writer;
+    const epochCheckpoint = this.checkpoints.epoch.read();
+    let lastSystemPosition = -1;
     const indexFrom = this.index.addedLogPosition;
     const existenceFrom = Math.min(this.existence.coveredLogPosition, writerPos);
     const from = Math.min(indexFrom, existenceFrom);
@@ -223,12 +228,16 @@ export class Engine implements EventDb, ClusterStorage {
       } else if (record.type === RecordType.Commit && record.logPosition >= indexFrom) {
         this.index.add(pending, nextPosition);
         pending = [];
+      } else if (record.type === RecordType.System && record.logPosition > epochCheckpoint) {
+        lastSystemPosition = record.logPosition;
       }
     });
+    // System records are epochs (the one kind written); read whole only when one follows epoch.chk
+    const lastEpoch = lastSystemPosition > epochCheckpoint ? this.epochAt(lastSystemPosition) : undefined;
     // Prepares without a commit below writer.chk cannot happen: a batch is durable whole or not at all.
     assert(pending.length === 0, `log ends with ${pending.length} uncommitted records below the writer checkpoint`);
     if (writerPos > this.existence.coveredLogPosition) this.existence.advance(writerPos);
-    return { records, fromPosition: from };
+    return { records, fromPosition: from, lastEpoch };
   }
 
   startBackgroundWork(): void {
@@ -270,9 +279,22 @@ export class Engine implements EventDb, ClusterStorage {
     const data = encodeEpoch({ epochNumber, epochId, prevEpochPosition, leaderInstanceId, timeStamp });
     const result = await this.writer.enqueue(() => [{ kind: 'system', systemRecordType: SystemRecordType.Epoch, data }], false, true);
     assert(result.kind === 'success', 'an epoch record is always written');
-    await this.checkpoints.epoch.write(result.commitPosition);
-    this.checkpoints.epochNumber = epochNumber;
+    // epoch.chk already points at it (noteDurableEpoch, called by the writer once it was durable)
     return { epochNumber, epochId, epochPosition: result.commitPosition, prevEpochPosition, leaderInstanceId, timeStamp };
+  }
+
+  /**
+   * An epoch record is durable in this log: epoch.chk points at it. Called for every epoch record
+   * that becomes durable, whoever wrote it (this node as leader, even when it stepped down before
+   * the write was answered; replication; the start-up scan of the log's tail), so the chain of
+   * epochs this node reports always includes the last epoch its log holds. A node that left a
+   * durable epoch record out of its chain would report an older epoch to the next leader, which
+   * would then see no divergence and ship records over a log that differs from its own.
+   */
+  async noteDurableEpoch(epoch: EpochRecord): Promise<void> {
+    if (epoch.epochPosition <= this.checkpoints.epoch.read()) return;
+    await this.checkpoints.epoch.write(epoch.epochPosition);
+    this.checkpoints.epochNumber = epoch.epochNumber;
   }
 
   // ---------------------------------------------------------------- cluster (ClusterStorage)
@@ -572,6 +594,13 @@ async function openLockedEngine(options: EventDbOptions, deps: EventDbDeps, log:
   opened = engine;
   const caught = engine.catchUpIndex();
   checkpoints.epochNumber = engine.readEpochNumber(checkpoints.epoch.read());
+  // An epoch record made durable just before the process ended, before epoch.chk moved to it (the
+  // index is never ahead of an epoch record epoch.chk misses: records after it are applied only
+  // once epoch.chk points at it, so the replay above saw it).
+  if (caught.lastEpoch) {
+    log.warn({ epochNumber: caught.lastEpoch.epochNumber, epochPosition: caught.lastEpoch.epochPosition }, 'epoch.chk moved to the last epoch record in the log');
+    await engine.noteDurableEpoch(caught.lastEpoch);
+  }
   await checkpoints.chaser.write(engine.writerPosition);
   // Alone, every start is a new epoch; in a cluster only an elected leader writes one.
   if (!deps.cluster) await engine.writeEpoch();

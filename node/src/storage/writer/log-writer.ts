@@ -77,6 +77,12 @@ export interface LogWriterDeps {
   readonly commitGate?: () => number;
   /** Called whenever `positions.durable` grows (a leader ships the new bytes). */
   readonly onDurable?: () => void;
+  /**
+   * A system record (an epoch) became durable: awaited before its batch counts as recorded, so it
+   * runs even when the request that wrote it was refused meanwhile (a leader stepping down), and
+   * before `refuse` resolves. The engine moves epoch.chk here.
+   */
+  readonly onSystemRecordDurable?: (systemRecordType: number, position: number, data: Buffer) => Promise<void>;
 }
 
 type WriteRequest = {
@@ -426,6 +432,8 @@ export class LogWriter {
             await this.deps.writerCheckpoint.write(end);
           }
           if (failure.current) return;
+          await this.noteSystemRecords(batches);
+          if (failure.current) return;
           for (const b of batches) {
             b.recorded = true;
             for (const e of b.encoded) if (e.outcome.request.answerWhenDurable) e.outcome.request.resolve(resultOf(e.outcome, e.groups));
@@ -456,6 +464,19 @@ export class LogWriter {
       failure.fail(err);
     } finally {
       this.committing = false;
+    }
+  }
+
+  private async noteSystemRecords(batches: readonly InflightBatch[]): Promise<void> {
+    const hook = this.deps.onSystemRecordDurable;
+    if (!hook) return;
+    for (const b of batches) {
+      for (const { outcome, groups } of b.encoded) {
+        for (let i = 0; i < outcome.groups.length; i++) {
+          const planned = outcome.groups[i]!;
+          if (planned.kind === 'system') await hook(planned.systemRecordType, groups[i]!.commitPosition, planned.data);
+        }
+      }
     }
   }
 
