@@ -11,6 +11,7 @@ import { pino, type Logger } from 'pino';
 import { OperatorConfigError, loadOperatorConfig, type OperatorConfig } from './config/operator-config.js';
 import { ChildApplier } from './controllers/eventdbcluster/children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './controllers/eventdbcluster/reconcile-cluster.js';
+import { reconcileBackup, type BackupControllerDeps } from './controllers/backup/reconcile-backup.js';
 import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
 import { nodeSupportsClustering } from './resources/node-settings.js';
 import { NodeClient } from './node-client/node-client.js';
@@ -25,7 +26,7 @@ import { OperatorMetrics } from './runtime/metrics.js';
 import { PortForwardAccess } from './runtime/port-forward-access.js';
 import { ProbeServer } from './runtime/probe-server.js';
 import type { KubeApi, ResourceType } from './runtime/kube-api.js';
-import { EVENTDB_CLUSTERS, PODS } from './runtime/resource-types.js';
+import { BACKUPS, EVENTDB_CLUSTERS, PODS } from './runtime/resource-types.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
   const access: NodeAccess = config.nodeAccess === 'pod-ip' ? podIpAccess : new PortForwardAccess(kubeConfig, log.child({ component: 'port-forward' }));
   const clusters = informersFor(EVENTDB_CLUSTERS, config, { api, log, metrics });
   const pods = informersFor(PODS, config, { api, log, metrics, labelSelector: 'app.kubernetes.io/managed-by=eventdb-operator' });
+  const backups = informersFor(BACKUPS, config, { api, log, metrics });
   const deps: ClusterControllerDeps = {
     api,
     clusters,
@@ -121,10 +123,47 @@ async function main(): Promise<void> {
     metrics,
     workers: config.WORKERS,
   });
-  clusters.on((_event, object) => controller.enqueue(`${object.metadata.namespace}/${object.metadata.name}`));
+  const backupController = new Controller({
+    name: 'backup',
+    reconcile: (context) => reconcileBackup(backupDeps, context),
+    clock: systemClock,
+    log: log.child({ component: 'controller' }),
+    metrics,
+    workers: config.WORKERS,
+  });
+  const backupDeps: BackupControllerDeps = {
+    api,
+    backups,
+    clusters,
+    pods,
+    events: deps.events,
+    clock: systemClock,
+    defaults: deps.defaults,
+    enqueue: (key) => backupController.enqueue(key),
+  };
+  const enqueueBackupsOf = (namespace: string | undefined, cluster: string): void => {
+    for (const backup of backups.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
+      const phase = (backup['status'] as { phase?: string } | undefined)?.phase;
+      if (phase !== 'Completed' && phase !== 'Failed') backupController.enqueue(`${namespace}/${backup.metadata.name}`);
+    }
+  };
+  backups.on((_event, object) => {
+    backupController.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+    // A cluster bootstrapping from this Backup waits for it to complete.
+    for (const cluster of clusters.list((c) => c.metadata.namespace === object.metadata.namespace && (c['spec'] as { sourceBackup?: { name?: string } } | undefined)?.sourceBackup?.name === object.metadata.name)) {
+      controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
+    }
+  });
+  clusters.on((_event, object) => {
+    controller.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+    enqueueBackupsOf(object.metadata.namespace, object.metadata.name ?? '');
+  });
   pods.on((_event, object) => {
     const cluster = object.metadata.labels?.['eventdb.io/cluster'];
-    if (cluster !== undefined) controller.enqueue(`${object.metadata.namespace}/${cluster}`);
+    if (cluster !== undefined) {
+      controller.enqueue(`${object.metadata.namespace}/${cluster}`);
+      enqueueBackupsOf(object.metadata.namespace, cluster);
+    }
   });
 
   const probes = new ProbeServer({
@@ -132,37 +171,40 @@ async function main(): Promise<void> {
     port: config.probePort,
     registry: metrics.registry,
     live: () => {
-      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs());
-      const synced = clusters.hasSynced() && pods.hasSynced();
+      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs(), backups.lastContactAtMs());
+      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced();
       return { ok: !synced || silentMs < INFORMER_STALE_MS, detail: synced ? `watches heard from ${Math.round(silentMs / 1000)} s ago` : 'starting' };
     },
     ready: () => {
-      const synced = clusters.hasSynced() && pods.hasSynced();
+      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced();
       return { ok: synced, detail: synced ? (election?.isLeader() === false ? 'standby' : 'leading') : 'caches not synced' };
     },
   });
   const address = await probes.listen();
   clusters.start();
   pods.start();
+  backups.start();
   log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
 
   let election: LeaderElection | undefined;
   let stopping = false;
   const startControllers = async (): Promise<void> => {
-    await Promise.all([clusters.waitForSync(), pods.waitForSync()]);
+    await Promise.all([clusters.waitForSync(), pods.waitForSync(), backups.waitForSync()]);
     if (stopping) return;
     metrics.isLeader.set({}, 1);
     controller.start();
+    backupController.start();
     for (const cluster of clusters.list()) controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
+    for (const backup of backups.list()) backupController.enqueue(`${backup.metadata.namespace}/${backup.metadata.name}`);
     log.info('controllers running');
   };
   const shutdown = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     log.info({ exitCode: code }, 'operator stopping');
-    await controller.stop();
+    await Promise.all([controller.stop(), backupController.stop()]);
     await election?.stop();
-    await Promise.all([clusters.stop(), pods.stop()]);
+    await Promise.all([clusters.stop(), pods.stop(), backups.stop()]);
     await access.close();
     await probes.close();
     log.flush();

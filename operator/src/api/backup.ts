@@ -1,7 +1,6 @@
 /**
  * Backup: one backup of one node of a cluster, by VolumeSnapshot or by the spec's file-copy
- * procedure. Immutable except `ttl` (CEL). The controller comes with the backup issue; the API
- * and its CRD are here so the three kinds are generated, validated and installed together.
+ * procedure. Immutable except `ttl` (CEL). The controller is ../controllers/backup/.
  */
 import { z } from 'zod';
 import { ClusterReference, Conditions, Duration, ObjectMeta, Timestamp, celRules } from './common.js';
@@ -73,6 +72,11 @@ export const BackupStatus = z.object({
     .max(8)
     .optional(),
   path: z.string().optional().describe('FileCopy: folder inside the claim.'),
+  differentialFrom: z
+    .string()
+    .optional()
+    .describe('FileCopy differential: the earlier Backup whose folder this one was taken against (absent: full).'),
+  sourceNode: z.string().optional().describe('Kubernetes node of the source pod (FileCopy runs there).'),
   message: z.string().optional(),
   conditions: Conditions.optional(),
 });

@@ -267,6 +267,15 @@ export const EventDBClusterStatus = z.object({
     .object({ id: z.string(), kind: OperationKind, result: z.string(), finishedAt: Timestamp })
     .optional(),
   restartedAt: z.string().optional().describe('The eventdb.io/restartedAt value last acted on.'),
+  restoredFrom: z
+    .object({
+      backup: z.string(),
+      method: z.string().optional(),
+      writerCheckpoint: z.number().int().optional(),
+      completedAt: Timestamp,
+    })
+    .optional()
+    .describe('spec.sourceBackup: the Backup the nodes were bootstrapped from, once the cluster was first Ready.'),
   nextMaintenanceWindow: Timestamp.optional(),
   certificates: z
     .object({

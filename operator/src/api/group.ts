@@ -43,6 +43,16 @@ export const ROLE_UNKNOWN = 'unknown';
 export const ANNOTATION_RESTARTED_AT = 'eventdb.io/restartedAt';
 /** Annotation on the cluster: `<operation id>` lets a Supervised update go on. */
 export const ANNOTATION_APPROVE = 'eventdb.io/approve';
+/**
+ * Annotation on the cluster, written by the Backup controller: `<backup>/<pod>/<Stop|Keep>` asks
+ * the cluster controller to hold the cluster for that backup (status.operation kind Backup: no
+ * rolling update or scale starts) and, with Stop, to stop that pod until the annotation goes.
+ */
+export const ANNOTATION_BACKUP_HOLD = 'eventdb.io/backup-hold';
+/** Label on the objects a Backup makes (VolumeSnapshots, Jobs): the Backup's name. */
+export const LABEL_BACKUP = 'eventdb.io/backup';
+/** Annotation on a restored PVC: the Backup its files were restored from (FileCopy bootstrap). */
+export const ANNOTATION_RESTORED_FROM = 'eventdb.io/restored-from';
 /** Annotation on pods: the revision (hash of everything that needs a restart) the pod runs. */
 export const ANNOTATION_REVISION = 'eventdb.io/revision';
 /** Annotation on pods: the cluster size the pod's node was started with. */

@@ -32,6 +32,14 @@ export const SECRETS = core('Secret', 'secrets');
 export const PVCS = core('PersistentVolumeClaim', 'persistentvolumeclaims');
 export const NAMESPACES = core('Namespace', 'namespaces', false);
 export const PDBS: ResourceType = { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: true };
+export const JOBS: ResourceType = { group: 'batch', version: 'v1', kind: 'Job', plural: 'jobs', namespaced: true };
+export const VOLUME_SNAPSHOTS: ResourceType = {
+  group: 'snapshot.storage.k8s.io',
+  version: 'v1',
+  kind: 'VolumeSnapshot',
+  plural: 'volumesnapshots',
+  namespaced: true,
+};
 export const LEASES: ResourceType = { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true };
 export const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', kind: 'Event', plural: 'events', namespaced: true };
 

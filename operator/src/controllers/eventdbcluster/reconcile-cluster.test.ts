@@ -14,7 +14,7 @@ import { Informer } from '../../runtime/informer.js';
 import { InformerSet } from '../../runtime/informer-set.js';
 import type { KubeObject } from '../../runtime/kube-api.js';
 import { OperatorMetrics } from '../../runtime/metrics.js';
-import { CONFIG_MAPS, EVENTDB_CLUSTERS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { ChildApplier } from './children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './reconcile-cluster.js';
 
@@ -26,6 +26,16 @@ async function settle(): Promise<void> {
 
 function clusterObject(spec: Record<string, unknown>, annotations: Record<string, string> = {}): KubeObject {
   return { apiVersion: 'eventdb.io/v1alpha1', kind: 'EventDBCluster', metadata: { name: 'orders', namespace: 'shop', annotations }, spec };
+}
+
+function backupObject(name: string, method: 'VolumeSnapshot' | 'FileCopy', status: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: 'eventdb.io/v1alpha1',
+    kind: 'Backup',
+    metadata: { name, namespace: 'shop' },
+    spec: { cluster: { name: 'source' }, method, ...(method === 'FileCopy' ? { fileCopy: { claimName: 'backups' } } : {}) },
+    status,
+  };
 }
 
 class Harness {
@@ -180,14 +190,84 @@ describe('reconcileCluster', () => {
     expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ClusteringUnsupported' });
   });
 
-  it('creates no node when a restore from a Backup is asked for, and says it cannot restore yet', async () => {
+  it('creates no node while spec.sourceBackup names no Backup, and says so', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' } });
     await harness.reconcile();
     expect(harness.names(PODS)).toEqual([]);
+    expect(harness.names(PVCS)).toEqual([]);
     const ready = harness.status().conditions?.find((condition) => condition.type === 'Ready');
-    expect(ready).toMatchObject({ status: 'False', reason: 'RestoreUnsupported' });
-    expect(ready?.message).toContain('spec.sourceBackup');
+    expect(ready).toMatchObject({ status: 'False', reason: 'SourceBackupNotFound' });
+    expect(ready?.message).toContain('spec.sourceBackup nightly-42');
+  });
+
+  it('makes the new nodes\' PVCs from a completed Backup\'s VolumeSnapshots, and records the restore once Ready', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('nightly-42', 'VolumeSnapshot', { phase: 'Running' }));
+    await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ reason: 'SourceBackupNotCompleted' });
+    await harness.api.patch(BACKUPS, 'shop', 'nightly-42', { status: { phase: 'Completed', writerCheckpoint: 4242, snapshots: [{ volume: 'data', name: 'nightly-42-data', readyToUse: true }] } }, { subresource: 'status' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    const claim = harness.api.objects(PVCS)[0];
+    expect((claim?.['spec'] as { dataSource?: unknown }).dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'nightly-42-data' });
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    expect(harness.status().restoredFrom).toMatchObject({ backup: 'nightly-42', method: 'VolumeSnapshot', writerCheckpoint: 4242 });
+    expect(harness.events.map((event) => event.reason)).toContain('RestoreCompleted');
+  });
+
+  it('refuses a snapshot restore whose index layout differs from the spec', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('nightly-42', 'VolumeSnapshot', { phase: 'Completed', snapshots: [{ volume: 'data', name: 'nightly-42-data', readyToUse: true }] }));
+    await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' }, storage: { data: { size: '1Gi' }, index: { size: '1Gi' } } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ reason: 'RestoreLayoutMismatch' });
+  });
+
+  it('restores a file copy with a Job into the PVC before the pod exists, then starts the node', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('copy-1', 'FileCopy', { phase: 'Completed', path: 'orders/2026-03-04T09:00:00Z' }));
+    await harness.start({ replicas: 1, sourceBackup: { name: 'copy-1' } });
+    await harness.reconcile();
+    expect(harness.names(PVCS)).toEqual(['data-orders-0']);
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.names(JOBS)).toEqual(['orders-restore-0']);
+    const job = harness.api.objects(JOBS)[0];
+    const env = (job?.['spec'] as { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } }).template.spec.containers[0]?.env;
+    expect(env).toContainEqual({ name: 'BACKUP_PATH', value: 'orders/2026-03-04T09:00:00Z' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    await harness.api.patch(JOBS, 'shop', 'orders-restore-0', { status: { succeeded: 1 } }, { subresource: 'status' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    expect(harness.api.objects(PVCS)[0]?.metadata.annotations?.['eventdb.io/restored-from']).toBe('copy-1');
+    expect(harness.names(JOBS)).toEqual([]);
+  });
+
+  it('holds the cluster for a backup: the node stops, nothing restarts it until the hold goes', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('nightly-42', 'VolumeSnapshot', { phase: 'Running' }));
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/backup-hold': 'nightly-42/orders-0/Stop' } } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.status().operation).toMatchObject({ kind: 'Backup', id: 'nightly-42', pod: 'orders-0' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.status().operation).toMatchObject({ kind: 'Backup', podStep: 'Stopped' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/backup-hold': null } } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0']);
+    expect(harness.status().operation).toBeUndefined();
+    expect(harness.status().lastOperation).toMatchObject({ kind: 'Backup', id: 'nightly-42', result: 'Succeeded' });
+    expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['NodeStoppingForBackup', 'BackupReleased']));
   });
 
   it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {

@@ -7,6 +7,7 @@
  *   load-spec            parse and default the spec; an invalid one is reported, nothing done
  *   check-node-support   refuse what this node version cannot run (several nodes, no clustering)
  *   observe-pods         the cluster's pods from the informer cache
+ *   load-source-backup   spec.sourceBackup, until the cluster was first Ready: the Backup to restore
  *   observe-members      each running node's own gossip: role, liveness, checkpoints
  *   stop-when-paused     spec.paused: report and stop
  *   ensure-secrets       generated passwords, self-signed CA and node certificate
@@ -14,10 +15,13 @@
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
+ *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
+ *                        for volume snapshots; no rolling update or scale meanwhile
  *   roll-out             the planner's next action: create, restart, resign, remove, or wait
  */
 import type { Logger } from 'pino';
-import { ANNOTATION_APPROVE, ANNOTATION_RESTARTED_AT, LABEL_ROLE } from '../../api/group.js';
+import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, LABEL_ROLE } from '../../api/group.js';
+import type { Backup } from '../../api/backup.js';
 import type { EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
 import type { NodeClient } from '../../node-client/node-client.js';
 import type { Clock } from '../../runtime/clock.js';
@@ -26,7 +30,9 @@ import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
-import { CONFIG_MAPS, EVENTDB_CLUSTERS, PDBS, PODS, SERVICES } from '../../runtime/resource-types.js';
+import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SERVICES } from '../../runtime/resource-types.js';
+import { buildRestoreJob, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
+import { dataClaimName } from '../../resources/names.js';
 import { buildConfigMap } from '../../resources/config-map.js';
 import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
 import type { ClusterIdentity } from '../../resources/labels.js';
@@ -34,7 +40,7 @@ import { nodesServeTls, renderNodeConfigFile } from '../../resources/node-settin
 import { buildPdb } from '../../resources/pdb.js';
 import { buildPod, podRevision } from '../../resources/pod.js';
 import { buildServices } from '../../resources/services.js';
-import { buildClaims } from '../../resources/storage.js';
+import { buildClaims, type ClaimSnapshots } from '../../resources/storage.js';
 import { canonicalJson } from '../../resources/revision.js';
 import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, opsCredentials } from './children.js';
 import { windowState } from './maintenance-window.js';
@@ -91,6 +97,19 @@ interface ReconcileState {
   nextMaintenanceWindow?: string;
   restartedAt: string;
   requeueAfterMs: number | undefined;
+  /** spec.sourceBackup while the cluster is being bootstrapped from it. */
+  restore?: RestoreSource;
+  restoredFrom?: EventDBClusterStatus['restoredFrom'];
+}
+
+/** What the new nodes' volumes are made from. */
+export interface RestoreSource {
+  readonly backup: string;
+  readonly method: 'VolumeSnapshot' | 'FileCopy';
+  readonly snapshots: ClaimSnapshots;
+  readonly claimName?: string;
+  readonly path?: string;
+  readonly writerCheckpoint?: number;
 }
 
 type StepOutcome = 'continue' | 'stop';
@@ -104,6 +123,7 @@ export const STEPS: readonly Step[] = [
   { name: 'load-spec', run: loadSpec },
   { name: 'check-node-support', run: checkNodeSupport },
   { name: 'observe-pods', run: observePods },
+  { name: 'load-source-backup', run: loadSourceBackup },
   { name: 'observe-members', run: observeMembersStep },
   { name: 'stop-when-paused', run: stopWhenPaused },
   { name: 'ensure-secrets', run: ensureSecrets },
@@ -111,6 +131,7 @@ export const STEPS: readonly Step[] = [
   { name: 'ensure-services', run: ensureServices },
   { name: 'ensure-pdb', run: ensurePdb },
   { name: 'sync-role-labels', run: syncRoleLabels },
+  { name: 'hold-for-backup', run: holdForBackup },
   { name: 'roll-out', run: rollOut },
 ];
 
@@ -162,6 +183,7 @@ function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObj
     tls: { status: 'Unknown', reason: 'NotObserved', message: '' },
     restartedAt: cluster.metadata.annotations?.[ANNOTATION_RESTARTED_AT] ?? '',
     requeueAfterMs: IDLE_REQUEUE_MS,
+    ...(previous?.restoredFrom === undefined ? {} : { restoredFrom: previous.restoredFrom }),
   };
 }
 
@@ -205,17 +227,6 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
 
 async function checkNodeSupport(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec;
-  if (spec?.sourceBackup !== undefined && state.pods.length === 0) {
-    // Starting empty nodes when a restore was asked for would look like a restore that lost
-    // everything: refuse until the Backup controller can restore.
-    state.blocked = {
-      reason: 'RestoreUnsupported',
-      message: `spec.sourceBackup ${spec.sourceBackup}: restoring from a Backup is not implemented by this operator version yet; no node was created`,
-    };
-    state.requeueAfterMs = undefined;
-    await emitBlocked(state, state.blocked);
-    return 'stop';
-  }
   if (spec === undefined || state.deps.clustering || (spec.replicas === 1 && spec.readOnlyReplicas === 0)) return 'continue';
   state.blocked = {
     reason: 'ClusteringUnsupported',
@@ -233,6 +244,50 @@ async function observePods(state: ReconcileState): Promise<StepOutcome> {
     .map((pod) => podView(name, pod))
     .filter((pod): pod is PodView => pod !== undefined)
     .sort((a, b) => a.name.localeCompare(b.name));
+  return 'continue';
+}
+
+/**
+ * spec.sourceBackup: until the cluster was first Ready, its new volumes are made from the Backup
+ * (PVCs from its VolumeSnapshots, or filled by `eventdb restore` from its file copy). Nodes are
+ * never started empty in its place: a missing or unfinished Backup stops the reconcile.
+ */
+async function loadSourceBackup(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  if (spec.sourceBackup === undefined || state.restoredFrom !== undefined) return 'continue';
+  const object = await state.deps.api.get(BACKUPS, state.identity.namespace, spec.sourceBackup);
+  const block = async (reason: string, message: string, requeueAfterMs: number | undefined): Promise<StepOutcome> => {
+    state.blocked = { reason, message };
+    state.requeueAfterMs = requeueAfterMs;
+    await emitBlocked(state, state.blocked);
+    return 'stop';
+  };
+  if (object === undefined) return block('SourceBackupNotFound', `spec.sourceBackup ${spec.sourceBackup}: no such Backup; no node was created`, 15_000);
+  const backup = object as unknown as Backup;
+  const status = backup.status ?? {};
+  if (status.phase !== 'Completed') {
+    return block('SourceBackupNotCompleted', `spec.sourceBackup ${spec.sourceBackup} is ${status.phase ?? 'Pending'}${status.phase === 'Failed' ? ` (${status.message ?? ''})` : ''}; no node was created`, 10_000);
+  }
+  if (backup.spec.method === 'VolumeSnapshot') {
+    const named = (volume: string): string | undefined => status.snapshots?.find((snapshot) => snapshot.volume === volume)?.name;
+    const snapshots: ClaimSnapshots = { ...(named('data') === undefined ? {} : { data: named('data') }), ...(named('index') === undefined ? {} : { index: named('index') }) };
+    if (snapshots.data === undefined) return block('SourceBackupInvalid', `spec.sourceBackup ${spec.sourceBackup} has no data snapshot`, undefined);
+    if ((snapshots.index !== undefined) !== (spec.storage.index !== undefined)) {
+      const has = snapshots.index !== undefined ? 'a separate index volume' : 'the index on the data volume';
+      return block('RestoreLayoutMismatch', `spec.sourceBackup ${spec.sourceBackup} was taken from nodes with ${has}: spec.storage.index must match`, undefined);
+    }
+    state.restore = { backup: spec.sourceBackup, method: 'VolumeSnapshot', snapshots, ...(status.writerCheckpoint === undefined ? {} : { writerCheckpoint: status.writerCheckpoint }) };
+    return 'continue';
+  }
+  if (backup.spec.fileCopy === undefined || status.path === undefined) return block('SourceBackupInvalid', `spec.sourceBackup ${spec.sourceBackup} names no file-copy folder`, undefined);
+  state.restore = {
+    backup: spec.sourceBackup,
+    method: 'FileCopy',
+    snapshots: {},
+    claimName: backup.spec.fileCopy.claimName,
+    path: status.path,
+    ...(status.writerCheckpoint === undefined ? {} : { writerCheckpoint: status.writerCheckpoint }),
+  };
   return 'continue';
 }
 
@@ -297,6 +352,62 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
     }
   }
   return 'continue';
+}
+
+/**
+ * A Backup holds the cluster (annotation eventdb.io/backup-hold, written by the Backup
+ * controller): the backup becomes the cluster's one operation, so no rolling update or scale
+ * starts during it; for volume snapshots the source node is stopped (SIGTERM: its files are
+ * closed and consistent) and not started again until the hold is released. A rolling update
+ * already running finishes first: the Backup waits for it.
+ */
+async function holdForBackup(state: ReconcileState): Promise<StepOutcome> {
+  let hold = parseBackupHold(state.cluster.metadata.annotations?.[ANNOTATION_BACKUP_HOLD]);
+  if (hold !== undefined && (await state.deps.api.get(BACKUPS, state.identity.namespace, hold.backup)) === undefined) {
+    // The Backup went away without releasing the cluster.
+    await state.deps.api.patch(EVENTDB_CLUSTERS, state.identity.namespace, state.identity.name, { metadata: { annotations: { [ANNOTATION_BACKUP_HOLD]: null } } });
+    hold = undefined;
+  }
+  const current = state.operation;
+  if (hold === undefined) {
+    if (current?.kind === 'Backup') {
+      state.operation = undefined;
+      state.lastOperation = { id: current.id, kind: 'Backup', result: 'Succeeded', finishedAt: new Date(state.nowMs).toISOString() };
+      await emit(state, { type: 'Normal', reason: 'BackupReleased', action: 'Backup', note: `backup ${current.id} released the cluster${current.podStep === 'Stopped' || current.podStep === 'Stopping' ? `; starting ${current.pod ?? ''} again` : ''}` });
+    }
+    return 'continue';
+  }
+  if (current !== undefined && current.kind !== 'Backup') return 'continue';
+  const nowIso = new Date(state.nowMs).toISOString();
+  let operation: OperationStatus =
+    current?.kind === 'Backup' && current.id === hold.backup
+      ? current
+      : { id: hold.backup, kind: 'Backup', step: `backup ${hold.backup} of ${hold.pod}`, startedAt: nowIso, pod: hold.pod };
+  if (operation !== current) {
+    await emit(state, { type: 'Normal', reason: 'BackupStarted', action: 'Backup', note: `backup ${hold.backup} holds the cluster (${hold.mode === 'Stop' ? `${hold.pod} stops for volume snapshots` : `file copy of ${hold.pod}`})` });
+  }
+  state.requeueAfterMs = BUSY_REQUEUE_MS;
+  if (hold.mode === 'Keep') {
+    state.operation = { ...operation, step: `file copy of ${hold.pod} for backup ${hold.backup}`, podStep: 'Copying' };
+    return 'stop';
+  }
+  const pod = state.pods.find((candidate) => candidate.name === hold.pod);
+  if (pod !== undefined && !pod.terminating) {
+    operation = { ...operation, step: `stop ${hold.pod} for volume snapshots (backup ${hold.backup})`, podStep: 'Stopping', stepStartedAt: nowIso };
+    state.operation = operation;
+    await writeStatus(state);
+    await emit(state, { type: 'Normal', reason: 'NodeStoppingForBackup', action: 'Stop', note: `stop ${hold.pod} while its volumes are snapshotted (backup ${hold.backup})` });
+    try {
+      await state.deps.api.delete(PODS, state.identity.namespace, pod.name, { uid: pod.uid });
+    } catch (err: unknown) {
+      if (!isConflict(err) && !isNotFound(err)) throw err;
+    }
+    return 'stop';
+  }
+  state.operation = pod === undefined
+    ? { ...operation, step: `${hold.pod} stopped for volume snapshots (backup ${hold.backup})`, podStep: 'Stopped' }
+    : { ...operation, podStep: 'Stopping' };
+  return 'stop';
 }
 
 function restartReason(state: ReconcileState): string {
@@ -390,7 +501,8 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
 async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
   const spec = state.spec as EffectiveSpec;
   for (const pod of pods) {
-    await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind));
+    await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind, state.restore?.snapshots ?? {}));
+    if (state.restore?.method === 'FileCopy' && !(await restoredFromFileCopy(state, pod.name))) continue;
     // A pod the status listed before, missing outside any operation, went away: it is remade.
     const recovering = state.operation === undefined && (state.previous?.members ?? []).some((member) => member.pod === pod.name);
     const object = buildPod({
@@ -406,6 +518,51 @@ async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): 
     const note = `${recovering ? 'recreated the missing pod' : 'created pod'} ${pod.name} (cluster size ${pod.clusterSize})`;
     await emit(state, { type: recovering ? 'Warning' : 'Normal', reason: recovering ? 'NodeRecreated' : 'NodeCreated', action: 'Create', note });
   }
+}
+
+/**
+ * Bootstrap from a file copy: a Job runs `eventdb restore` into the new node's PVCs before its
+ * pod exists; the data PVC is then annotated (so it is never restored twice) and the Job goes.
+ * True once the node's volumes hold the backup.
+ */
+async function restoredFromFileCopy(state: ReconcileState, pod: string): Promise<boolean> {
+  const restore = state.restore as RestoreSource;
+  const spec = state.spec as EffectiveSpec;
+  const { namespace } = state.identity;
+  const claim = await state.deps.api.get(PVCS, namespace, dataClaimName(pod));
+  if (claim?.metadata.annotations?.[ANNOTATION_RESTORED_FROM] !== undefined) return true;
+  const name = restoreJobName(state.identity.name, pod);
+  const job = await state.deps.api.get(JOBS, namespace, name);
+  const outcome = jobOutcome(job);
+  if (outcome === 'missing') {
+    await state.deps.api.create(
+      JOBS,
+      buildRestoreJob({
+        cluster: state.identity,
+        pod,
+        separateIndex: spec.storage.index !== undefined,
+        claimName: restore.claimName ?? '',
+        path: restore.path ?? '',
+        image: spec.image,
+        imagePullPolicy: spec.imagePullPolicy,
+      }),
+    );
+    await emit(state, { type: 'Normal', reason: 'RestoreStarted', action: 'Restore', note: `job ${name} restores ${restore.claimName ?? ''}:${restore.path ?? ''} (backup ${restore.backup}) into ${dataClaimName(pod)}` });
+  } else if (outcome === 'succeeded') {
+    await state.deps.api.patch(PVCS, namespace, dataClaimName(pod), { metadata: { annotations: { [ANNOTATION_RESTORED_FROM]: restore.backup } } });
+    await state.deps.api.delete(JOBS, namespace, name, { propagationPolicy: 'Background' });
+    await emit(state, { type: 'Normal', reason: 'VolumeRestored', action: 'Restore', note: `${dataClaimName(pod)} restored from backup ${restore.backup}` });
+    return true;
+  } else if (outcome === 'failed') {
+    state.waiting = { reason: 'RestoreFailed', message: `job ${name} could not restore backup ${restore.backup}: kubectl logs -n ${namespace} job/${name}` };
+    await emit(state, { type: 'Warning', reason: 'RestoreFailed', action: 'Restore', note: state.waiting.message });
+    // A new attempt: the Job goes and is made again at the next reconcile (--overwrite starts clean).
+    await state.deps.api.delete(JOBS, namespace, name, { propagationPolicy: 'Background' });
+    state.requeueAfterMs = 30_000;
+    return false;
+  }
+  state.waiting = { reason: 'Restoring', message: `restoring backup ${restore.backup} into the new nodes' volumes` };
+  return false;
 }
 
 async function deletePod(state: ReconcileState, pod: string, uid: string, why: 'restart' | 'remove'): Promise<void> {
@@ -470,13 +627,25 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(state.certificates === undefined ? {} : { certificates: state.certificates }),
     ...(spec === undefined ? {} : { credentials: { adminSecret: spec.users.admin.name, opsSecret: spec.users.ops.name } }),
     ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
+    ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),
     ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
   };
 }
 
 /** Writes the status through the status subresource, unless it says what the last write said. */
 async function writeStatus(state: ReconcileState): Promise<void> {
-  const status = computeStatus(statusInput(state));
+  let status = computeStatus(statusInput(state));
+  if (state.restore !== undefined && state.restoredFrom === undefined && status.phase === 'Ready') {
+    // Bootstrapped: from now on new volumes (a scale-up, a lost PVC) start empty and catch up.
+    state.restoredFrom = {
+      backup: state.restore.backup,
+      method: state.restore.method,
+      ...(state.restore.writerCheckpoint === undefined ? {} : { writerCheckpoint: state.restore.writerCheckpoint }),
+      completedAt: new Date(state.nowMs).toISOString(),
+    };
+    status = computeStatus(statusInput(state));
+    await emit(state, { type: 'Normal', reason: 'RestoreCompleted', action: 'Restore', note: `nodes restored from backup ${state.restore.backup} are Ready` });
+  }
   const { membersObservedAt: _at, ...comparable } = status;
   const text = canonicalJson(comparable);
   const previous = state.deps.writtenStatus.get(state.identity.uid);

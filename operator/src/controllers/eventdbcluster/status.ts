@@ -45,6 +45,7 @@ export interface StatusInput {
   readonly credentials?: EventDBClusterStatus['credentials'];
   readonly nextMaintenanceWindow?: string;
   readonly restartedAt?: string;
+  readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
 }
 
 function uniformImage(pods: readonly PodView[]): string | undefined {
@@ -180,6 +181,7 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
     ...(input.operation === undefined ? {} : { operation: input.operation }),
     ...(input.lastOperation === undefined ? {} : { lastOperation: input.lastOperation }),
     ...(input.restartedAt === undefined ? {} : { restartedAt: input.restartedAt }),
+    ...(input.restoredFrom === undefined ? {} : { restoredFrom: input.restoredFrom }),
     ...(input.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: input.nextMaintenanceWindow }),
     ...(input.certificates === undefined ? {} : { certificates: input.certificates }),
     ...(input.credentials === undefined ? {} : { credentials: input.credentials }),
