@@ -137,6 +137,8 @@ function job(input: {
   mounts: unknown[];
   nodeName?: string;
 }): KubeObject {
+  // The Job's pods must not look like nodes: the cluster's Services select eventdb.io/cluster.
+  const { [LABEL_CLUSTER]: _cluster, 'eventdb.io/pod': _pod, ...podLabels } = input.labels;
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -144,7 +146,7 @@ function job(input: {
     spec: {
       backoffLimit: 2,
       template: {
-        metadata: { labels: input.labels },
+        metadata: { labels: { ...podLabels, 'eventdb.io/job': input.name } },
         spec: {
           restartPolicy: 'Never',
           enableServiceLinks: false,

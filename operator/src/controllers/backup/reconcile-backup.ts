@@ -16,7 +16,7 @@
 import type { Logger } from 'pino';
 import { BackupSpec, type Backup } from '../../api/backup.js';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
-import { ANNOTATION_BACKUP_HOLD, LABEL_POD } from '../../api/group.js';
+import { ANNOTATION_BACKUP_HOLD } from '../../api/group.js';
 import type { Clock } from '../../runtime/clock.js';
 import { setCondition } from '../../runtime/conditions.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
@@ -229,15 +229,11 @@ function holderOf(cluster: KubeObject): ReturnType<typeof parseBackupHold> {
 }
 
 async function waitForTurn(state: BackupState): Promise<StepOutcome> {
+  // Running: the turn was taken; the hold (or its release) is the backup's own business now.
+  if (state.status.phase === 'Running') return 'continue';
   const cluster = state.cluster as KubeObject;
   const availability = clusterAvailability(cluster['status'] as EventDBClusterStatus | undefined, holderOf(cluster)?.backup, state.identity.name);
   if (availability.ok) return 'continue';
-  if (state.status.phase === 'Running') {
-    // Held by us before: another operation cannot have started; wait for the cluster to say so.
-    state.ready = { status: 'False', reason: availability.reason, message: availability.message };
-    state.requeueAfterMs = RUNNING_REQUEUE_MS;
-    return 'stop';
-  }
   state.ready = { status: 'False', reason: availability.reason, message: availability.message };
   state.status = { ...state.status, message: availability.message };
   state.requeueAfterMs = PENDING_REQUEUE_MS;
@@ -254,7 +250,9 @@ async function start(state: BackupState): Promise<StepOutcome> {
   const spec = state.spec as BackupSpec;
   const cluster = state.cluster as KubeObject;
   if (state.status.phase === 'Running' && state.status.sourcePod !== undefined) {
-    await hold(state, state.status.sourcePod);
+    // Held until the last snapshot is cut (then released for good) or the copy is done.
+    const lastSnapshotMade = (state.status.snapshots ?? []).some((snapshot) => snapshot.volume === 'data');
+    if (!lastSnapshotMade) await hold(state, state.status.sourcePod);
     return 'continue';
   }
   const status = cluster['status'] as EventDBClusterStatus | undefined;
@@ -320,7 +318,7 @@ function holdAcknowledged(state: BackupState): boolean {
 }
 
 function podExists(state: BackupState, pod: string): boolean {
-  return state.deps.pods.list((object) => object.metadata.namespace === state.identity.namespace && object.metadata.labels?.[LABEL_POD] === pod).length > 0;
+  return state.deps.pods.list((object) => object.metadata.namespace === state.identity.namespace && object.metadata.name === pod).length > 0;
 }
 
 async function complete(state: BackupState, message: string): Promise<StepOutcome> {
@@ -348,10 +346,7 @@ async function volumeSnapshot(state: BackupState): Promise<StepOutcome> {
   if (spec.method !== 'VolumeSnapshot') return 'continue';
   const pod = state.status.sourcePod as string;
   state.requeueAfterMs = RUNNING_REQUEUE_MS;
-  if (!holdAcknowledged(state) || podExists(state, pod)) {
-    state.ready = { status: 'False', reason: 'StoppingNode', message: `waiting for ${pod} to stop, so its volumes are snapshotted consistently` };
-    return 'stop';
-  }
+  const nodeStopped = holdAcknowledged(state) && !podExists(state, pod);
   const separateIndex = (await state.deps.api.get(PVCS, state.identity.namespace, indexClaimName(pod))) !== undefined;
   const snapshots: NonNullable<BackupStatus['snapshots']> = [];
   let allCut = true;
@@ -361,7 +356,13 @@ async function volumeSnapshot(state: BackupState): Promise<StepOutcome> {
     const name = snapshotName(state.identity.name, volume);
     let object = await state.deps.api.get(VOLUME_SNAPSHOTS, state.identity.namespace, name);
     if (object === undefined) {
-      if (!allCut) break;
+      // A snapshot is made only of a stopped node, and only once the one before it is cut.
+      if (!allCut || !nodeStopped) {
+        if (!nodeStopped) state.ready = { status: 'False', reason: 'StoppingNode', message: `waiting for ${pod} to stop, so its volumes are snapshotted consistently` };
+        allCut = false;
+        allReady = false;
+        break;
+      }
       object = await createIgnoringExists(
         state.deps.api,
         VOLUME_SNAPSHOTS,
@@ -384,7 +385,9 @@ async function volumeSnapshot(state: BackupState): Promise<StepOutcome> {
   if (allReady && snapshots.length === expected) {
     return complete(state, `${expected} VolumeSnapshot(s) of ${pod} ready to use: ${snapshots.map((s) => s.name).join(', ')}`);
   }
-  state.ready = { status: 'False', reason: 'Snapshotting', message: `snapshots of ${pod}: ${snapshots.map((s) => `${s.name} ${s.readyToUse ? 'ready' : 'not ready'}`).join(', ') || 'starting'}` };
+  if (nodeStopped || snapshots.length > 0) {
+    state.ready = { status: 'False', reason: 'Snapshotting', message: `snapshots of ${pod}: ${snapshots.map((s) => `${s.name} ${s.readyToUse ? 'ready' : 'not ready'}`).join(', ') || 'starting'}` };
+  }
   return 'stop';
 }
 
@@ -400,7 +403,7 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
   const jobName = childName(state.identity.name, 'filecopy');
   let existing = await state.deps.api.get(JOBS, state.identity.namespace, jobName);
   if (existing === undefined) {
-    const pod = state.deps.pods.list((object) => object.metadata.namespace === state.identity.namespace && object.metadata.labels?.[LABEL_POD] === podName)[0];
+    const pod = state.deps.pods.list((object) => object.metadata.namespace === state.identity.namespace && object.metadata.name === podName)[0];
     const nodeName = (pod?.['spec'] as { nodeName?: string } | undefined)?.nodeName;
     if (pod === undefined || nodeName === undefined) {
       state.ready = { status: 'False', reason: 'WaitingForNode', message: `waiting for pod ${podName} to run` };
