@@ -140,6 +140,7 @@ async function main(): Promise<void> {
     clock: systemClock,
     defaults: deps.defaults,
     enqueue: (key) => backupController.enqueue(key),
+    writtenStatus: new Map(),
   };
   const enqueueBackupsOf = (namespace: string | undefined, cluster: string): void => {
     for (const backup of backups.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {

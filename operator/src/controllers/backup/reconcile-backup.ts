@@ -52,6 +52,11 @@ export interface BackupControllerDeps {
   readonly defaults: OperatorDefaults;
   /** Asks for another reconcile of a Backup (its cluster's other backups when one completes). */
   readonly enqueue: (key: string) => void;
+  /**
+   * The status last written for each Backup (by uid). The informer's copy may lag behind our own
+   * write; acting on it would, for one, hold the cluster again for a backup that just completed.
+   */
+  readonly writtenStatus: Map<string, Record<string, unknown>>;
 }
 
 /** How often a Backup is looked at while it waits or runs. */
@@ -96,7 +101,8 @@ export const BACKUP_STEPS: readonly Step[] = [
 export async function reconcileBackup(deps: BackupControllerDeps, context: ReconcileContext): Promise<ReconcileResult> {
   const object = deps.backups.get(context.key);
   if (object === undefined || object.metadata.deletionTimestamp !== undefined) return {};
-  const previous = structuredClone((object['status'] ?? {}) as BackupStatus);
+  const written = deps.writtenStatus.get(object.metadata.uid ?? '');
+  const previous = structuredClone((written ?? object['status'] ?? {}) as BackupStatus);
   const state: BackupState = {
     deps,
     log: context.log,
@@ -209,6 +215,7 @@ async function expire(state: BackupState): Promise<StepOutcome> {
   }
   await emit(state, { type: 'Normal', reason: 'BackupExpired', action: 'Delete', note: `ttl ${spec.ttl} expired: deleting the backup` });
   await state.deps.api.delete(BACKUPS, state.identity.namespace, state.identity.name, { uid: state.identity.uid, propagationPolicy: 'Background' });
+  state.deps.writtenStatus.delete(state.identity.uid);
   state.deleted = true;
   state.requeueAfterMs = undefined;
   return 'stop';
@@ -472,5 +479,6 @@ async function writeStatus(state: BackupState): Promise<void> {
     throw err;
   }
   Object.assign(state.previous, structuredClone(status));
+  state.deps.writtenStatus.set(state.identity.uid, structuredClone(status));
   if (status.phase !== undefined) state.log.debug({ phase: status.phase }, 'backup status written');
 }

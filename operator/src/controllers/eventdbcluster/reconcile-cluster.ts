@@ -363,8 +363,10 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
  */
 async function holdForBackup(state: ReconcileState): Promise<StepOutcome> {
   let hold = parseBackupHold(state.cluster.metadata.annotations?.[ANNOTATION_BACKUP_HOLD]);
-  if (hold !== undefined && (await state.deps.api.get(BACKUPS, state.identity.namespace, hold.backup)) === undefined) {
-    // The Backup went away without releasing the cluster.
+  const holder = hold === undefined ? undefined : await state.deps.api.get(BACKUPS, state.identity.namespace, hold.backup);
+  const holderPhase = (holder?.['status'] as { phase?: string } | undefined)?.phase;
+  if (hold !== undefined && (holder === undefined || holderPhase === 'Completed' || holderPhase === 'Failed')) {
+    // The Backup went away or finished without releasing the cluster.
     await state.deps.api.patch(EVENTDB_CLUSTERS, state.identity.namespace, state.identity.name, { metadata: { annotations: { [ANNOTATION_BACKUP_HOLD]: null } } });
     hold = undefined;
   }
