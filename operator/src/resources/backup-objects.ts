@@ -69,6 +69,25 @@ export function childName(base: string, suffix: string): string {
   return `${base.slice(0, 63 - suffix.length - 8)}-${hash.toString(36).slice(0, 6)}-${suffix}`.slice(0, 63);
 }
 
+/**
+ * The source cluster's admin and ops passwords at backup time. The users live in the database,
+ * so a cluster restored from the backup must use these passwords; the Secret is owned by the
+ * Backup, so the source cluster may be deleted meanwhile.
+ */
+export function credentialsSecretName(backup: string): string {
+  return childName(backup, 'credentials');
+}
+
+export function buildCredentialsSecret(backup: BackupIdentity, cluster: string, passwords: { admin: string; ops: string }): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: credentialsSecretName(backup.name), namespace: backup.namespace, labels: backupLabels(backup, cluster), ownerReferences: [backupOwnerReference(backup)] },
+    type: 'Opaque',
+    data: { 'admin-password': Buffer.from(passwords.admin).toString('base64'), 'ops-password': Buffer.from(passwords.ops).toString('base64') },
+  };
+}
+
 export type SnapshotVolume = 'index' | 'data';
 
 export function snapshotName(backup: string, volume: SnapshotVolume): string {

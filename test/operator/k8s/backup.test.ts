@@ -112,7 +112,9 @@ async function append(namespace: string, cluster: string, stream: string, count:
 async function read(namespace: string, cluster: string, stream: string): Promise<number[]> {
   const password = await secretValue(namespace, `${cluster}-admin`, 'password');
   const log = await runInCluster(namespace, `read-${cluster}-${stream}`, readScript(`http://${cluster}:2113`, stream), { EVENTDB_PASSWORD: password });
-  return lastJsonLine<{ numbers: number[] }>(log).numbers;
+  const result = lastJsonLine<{ numbers: number[]; status?: number }>(log);
+  if (result.status !== undefined && result.numbers.length === 0) throw new Error(`reading ${stream} from ${cluster}: HTTP ${result.status}`);
+  return result.numbers;
 }
 
 const range = (from: number, count: number): number[] => Array.from({ length: count }, (_, i) => from + i);

@@ -23,9 +23,11 @@ import type { ReconcileContext, ReconcileResult } from '../../runtime/controller
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isAlreadyExists, isNotFound, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
-import { BACKUPS, EVENTDB_CLUSTERS, JOBS, PVCS, VOLUME_SNAPSHOTS } from '../../runtime/resource-types.js';
+import { BACKUPS, EVENTDB_CLUSTERS, JOBS, PVCS, SECRETS, VOLUME_SNAPSHOTS } from '../../runtime/resource-types.js';
+import { decodeSecretValue } from '../../resources/secrets.js';
 import {
   buildCleanupJob,
+  buildCredentialsSecret,
   buildFileCopyJob,
   buildVolumeSnapshot,
   childName,
@@ -285,6 +287,12 @@ async function start(state: BackupState): Promise<StepOutcome> {
     ...(base?.name === undefined ? {} : { differentialFrom: base.name }),
     message: `backing up ${choice.pod} (${choice.role})`,
   };
+  const credentials = await saveCredentials(state);
+  if (!credentials.ok) {
+    state.ready = { status: 'False', reason: 'SecretMissing', message: credentials.message };
+    state.requeueAfterMs = PENDING_REQUEUE_MS * 3;
+    return 'stop';
+  }
   // Status first: a restarted operator must find the source it chose before the cluster is held.
   await writeStatus(state);
   await hold(state, choice.pod);
@@ -294,6 +302,20 @@ async function start(state: BackupState): Promise<StepOutcome> {
     : '';
   await emit(state, { type: 'Normal', reason: 'BackupStarted', action: 'Backup', note: `${kind} of ${choice.pod} (${choice.role})${differentialNote}` });
   return 'continue';
+}
+
+/** Keeps the source cluster's passwords with the backup (Secret <backup>-credentials). */
+async function saveCredentials(state: BackupState): Promise<{ ok: true } | { ok: false; message: string }> {
+  const cluster = state.cluster as KubeObject;
+  const check = effectiveSpec(cluster.metadata.name ?? '', cluster['spec'], state.deps.defaults);
+  if (!check.ok) return { ok: false, message: `cluster ${cluster.metadata.name ?? ''}: ${check.issues.join('; ')}` };
+  const read = async (reference: { name: string; key: string }): Promise<string | undefined> =>
+    decodeSecretValue(await state.deps.api.get(SECRETS, state.identity.namespace, reference.name), reference.key);
+  const admin = await read(check.spec.users.admin);
+  const ops = await read(check.spec.users.ops);
+  if (admin === undefined || ops === undefined) return { ok: false, message: `the cluster's Secrets ${check.spec.users.admin.name} and ${check.spec.users.ops.name} must hold its passwords` };
+  await createIgnoringExists(state.deps.api, SECRETS, buildCredentialsSecret(state.identity, cluster.metadata.name ?? '', { admin, ops }));
+  return { ok: true };
 }
 
 /** Holds the cluster for this backup: the annotation the cluster controller acts on. */

@@ -73,12 +73,19 @@ export interface SecretsOutcome {
 }
 
 /** Generated admin/ops passwords, created once; user-provided Secrets checked. */
-export async function ensureUserSecrets(api: KubeApi, cluster: ClusterIdentity, spec: EffectiveSpec): Promise<SecretsOutcome> {
+export async function ensureUserSecrets(
+  api: KubeApi,
+  cluster: ClusterIdentity,
+  spec: EffectiveSpec,
+  /** A restored cluster's users live in the restored database: their passwords, not new ones. */
+  inherited?: { readonly admin: string; readonly ops: string },
+): Promise<SecretsOutcome> {
   const missing: string[] = [];
   const created: string[] = [];
   for (const [username, reference] of [['admin', spec.users.admin], ['ops', spec.users.ops]] as const) {
     if (reference.generated) {
-      if (await createIfMissing(api, SECRETS, buildUserSecret(cluster, reference.name, username, generatePassword()))) created.push(reference.name);
+      const password = inherited?.[username] ?? generatePassword();
+      if (await createIfMissing(api, SECRETS, buildUserSecret(cluster, reference.name, username, password))) created.push(reference.name);
       continue;
     }
     const secret = await api.get(SECRETS, cluster.namespace, reference.name);

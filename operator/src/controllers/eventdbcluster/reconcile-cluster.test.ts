@@ -15,6 +15,7 @@ import { InformerSet } from '../../runtime/informer-set.js';
 import type { KubeObject } from '../../runtime/kube-api.js';
 import { OperatorMetrics } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { buildCredentialsSecret } from '../../resources/backup-objects.js';
 import { ChildApplier } from './children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './reconcile-cluster.js';
 
@@ -204,6 +205,7 @@ describe('reconcileCluster', () => {
   it('makes the new nodes\' PVCs from a completed Backup\'s VolumeSnapshots, and records the restore once Ready', async () => {
     harness = new Harness();
     harness.api.seed(BACKUPS, backupObject('nightly-42', 'VolumeSnapshot', { phase: 'Running' }));
+    harness.api.seed(SECRETS, buildCredentialsSecret({ name: 'nightly-42', namespace: 'shop', uid: 'b' }, 'source', { admin: 'source-admin-pw', ops: 'source-ops-pw' }));
     await harness.start({ replicas: 1, sourceBackup: { name: 'nightly-42' } });
     await harness.reconcile();
     expect(harness.names(PODS)).toEqual([]);
@@ -213,6 +215,9 @@ describe('reconcileCluster', () => {
     expect(harness.names(PODS)).toEqual(['orders-0']);
     const claim = harness.api.objects(PVCS)[0];
     expect((claim?.['spec'] as { dataSource?: unknown }).dataSource).toEqual({ apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'nightly-42-data' });
+    // The restored database holds the source's users: the generated Secrets take their passwords.
+    const admin = harness.api.objects(SECRETS).find((secret) => secret.metadata.name === 'orders-admin');
+    expect(Buffer.from((admin?.['data'] as Record<string, string>)['password'] ?? '', 'base64').toString()).toBe('source-admin-pw');
     await harness.runPod('orders-0');
     await harness.reconcile();
     expect(harness.status().restoredFrom).toMatchObject({ backup: 'nightly-42', method: 'VolumeSnapshot', writerCheckpoint: 4242 });

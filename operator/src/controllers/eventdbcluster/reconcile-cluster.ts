@@ -30,8 +30,9 @@ import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
-import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SERVICES } from '../../runtime/resource-types.js';
-import { buildRestoreJob, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
+import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { buildRestoreJob, credentialsSecretName, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
+import { decodeSecretValue } from '../../resources/secrets.js';
 import { dataClaimName } from '../../resources/names.js';
 import { buildConfigMap } from '../../resources/config-map.js';
 import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
@@ -307,7 +308,15 @@ async function stopWhenPaused(state: ReconcileState): Promise<StepOutcome> {
 
 async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec as EffectiveSpec;
-  const users = await ensureUserSecrets(state.deps.api, state.identity, spec);
+  let inherited: { admin: string; ops: string } | undefined;
+  if (state.restore !== undefined) {
+    // The restored database holds the source cluster's users: keep their passwords.
+    const saved = await state.deps.api.get(SECRETS, state.identity.namespace, credentialsSecretName(state.restore.backup));
+    const admin = decodeSecretValue(saved, 'admin-password');
+    const ops = decodeSecretValue(saved, 'ops-password');
+    if (admin !== undefined && ops !== undefined) inherited = { admin, ops };
+  }
+  const users = await ensureUserSecrets(state.deps.api, state.identity, spec, inherited);
   for (const name of users.created) {
     await emit(state, { type: 'Normal', reason: 'CredentialsGenerated', action: 'Create', note: `generated a password in Secret ${name}` });
   }
