@@ -65,6 +65,8 @@ export interface BackupControllerDeps {
 export const RUNNING_REQUEUE_MS = 2000;
 export const PENDING_REQUEUE_MS = 5000;
 const RETENTION_RECHECK_MAX_MS = 5 * 60_000;
+/** A node stopped for snapshots that are not cut by then is given back and the Backup fails. */
+export const SNAPSHOT_CUT_TIMEOUT_MS = 10 * 60_000;
 
 type BackupStatus = NonNullable<Backup['status']>;
 
@@ -392,11 +394,16 @@ async function volumeSnapshot(state: BackupState): Promise<StepOutcome> {
         allReady = false;
         break;
       }
-      object = await createIgnoringExists(
-        state.deps.api,
-        VOLUME_SNAPSHOTS,
-        buildVolumeSnapshot({ backup: state.identity, cluster: spec.cluster.name, volume, claim, ...(spec.volumeSnapshotClassName === undefined ? {} : { volumeSnapshotClassName: spec.volumeSnapshotClassName }) }),
-      );
+      try {
+        object = await createIgnoringExists(
+          state.deps.api,
+          VOLUME_SNAPSHOTS,
+          buildVolumeSnapshot({ backup: state.identity, cluster: spec.cluster.name, volume, claim, ...(spec.volumeSnapshotClassName === undefined ? {} : { volumeSnapshotClassName: spec.volumeSnapshotClassName }) }),
+        );
+      } catch (err: unknown) {
+        // The node is down for this backup: never leave it so on an error retrying cannot fix.
+        return fail(state, 'SnapshotFailed', `creating VolumeSnapshot ${name}: ${err instanceof Error ? err.message : String(err)}`);
+      }
       await emit(state, { type: 'Normal', reason: 'SnapshotCreated', action: 'Snapshot', note: `VolumeSnapshot ${name} of ${claim}` });
     }
     const status = (object['status'] ?? {}) as SnapshotStatus;
@@ -410,7 +417,11 @@ async function volumeSnapshot(state: BackupState): Promise<StepOutcome> {
   }
   state.status = { ...state.status, snapshots };
   const expected = separateIndex ? 2 : 1;
-  if (allCut && snapshots.length === expected) await releaseHold(state);
+  const cut = allCut && snapshots.length === expected;
+  if (!cut && state.nowMs - Date.parse(state.status.startedAt ?? '') > SNAPSHOT_CUT_TIMEOUT_MS) {
+    return fail(state, 'SnapshotTimeout', `the snapshots of ${pod} were not taken within ${SNAPSHOT_CUT_TIMEOUT_MS / 60_000} minutes; ${pod} is started again`);
+  }
+  if (cut) await releaseHold(state);
   if (allReady && snapshots.length === expected) {
     return complete(state, `${expected} VolumeSnapshot(s) of ${pod} ready to use: ${snapshots.map((s) => s.name).join(', ')}`);
   }
