@@ -12,6 +12,7 @@ import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { LeaderRouting } from './leader-routing.js';
 import { sendStatus } from './streams/stream-http.js';
+import { peerLookup } from '../platform/peer-lookup.js';
 
 /** The paths served by the leader only. */
 export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection'] as const;
@@ -50,7 +51,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const headers = withoutHopByHop(request.headers);
     const secure = target.protocol === 'https:';
     const upstream = (secure ? https : http).request(target, {
-      method: request.method, headers, ...(secure ? options.tls?.(target.hostname) ?? {} : {}),
+      method: request.method, headers, lookup: peerLookup().lookup, ...(secure ? options.tls?.(target.hostname) ?? {} : {}),
     }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers));
       answer.pipe(response);
