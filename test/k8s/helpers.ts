@@ -161,6 +161,16 @@ export function nodeContainer(args: string[], extra: Record<string, unknown> = {
   };
 }
 
+/** A 1 GiB ReadWriteOnce PersistentVolumeClaim `name` of the default StorageClass; `extra` adds to its spec (dataSource). */
+export async function createClaim(ns: string, name: string, extra: Record<string, unknown> = {}): Promise<void> {
+  await create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...extra },
+  });
+}
+
 /**
  * The two Services of a StatefulSet of nodes labelled `app`, on port 2113: `<app>-headless` gives each pod a DNS name
  * (listed before the pod is ready: a clustered node is ready only once it found the others through those names) and
