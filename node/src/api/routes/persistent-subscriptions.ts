@@ -503,21 +503,25 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
     apply(parsed as string[], consumerIdOf(request, principal));
     return sendStatus(reply, 202, 'Accepted');
   };
+  const ackOf =
+    (params: { stream: string; subscription: string }) =>
+    (ids: string[]): void =>
+      deps.subscriptions.ack(params.stream, params.subscription, ids);
+  const nackOf =
+    (params: { stream: string; subscription: string }, action: string | undefined) =>
+    (ids: string[], consumerId: string): void =>
+      deps.subscriptions.nack(params.stream, params.subscription, ids, nackActionOf(action), consumerId);
   scope.post(
     '/subscriptions/:stream/:subscription/ack/:messageid',
     { schema: { tags, summary: 'Acknowledge a message', params: MessageParams }, config: ANSWER_ANSWERS },
     (request, reply) =>
-      answer(request, reply, request.params, request.params.messageid, (ids) =>
-        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
-      ),
+      answer(request, reply, request.params, request.params.messageid, ackOf(request.params)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/ack',
     { schema: { tags, summary: 'Acknowledge messages', params: GroupParams, querystring: IdsQuery }, config: ANSWER_ANSWERS },
     (request, reply) =>
-      answer(request, reply, request.params, request.query.ids, (ids) =>
-        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
-      ),
+      answer(request, reply, request.params, request.query.ids, ackOf(request.params)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack/:messageid',
@@ -526,15 +530,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       config: ANSWER_ANSWERS,
     },
     (request, reply) =>
-      answer(request, reply, request.params, request.params.messageid, (ids, consumerId) =>
-        deps.subscriptions.nack(
-          request.params.stream,
-          request.params.subscription,
-          ids,
-          nackActionOf(request.query.action),
-          consumerId,
-        ),
-      ),
+      answer(request, reply, request.params, request.params.messageid, nackOf(request.params, request.query.action)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack',
@@ -543,15 +539,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       config: ANSWER_ANSWERS,
     },
     (request, reply) =>
-      answer(request, reply, request.params, request.query.ids, (ids, consumerId) =>
-        deps.subscriptions.nack(
-          request.params.stream,
-          request.params.subscription,
-          ids,
-          nackActionOf(request.query.action),
-          consumerId,
-        ),
-      ),
+      answer(request, reply, request.params, request.query.ids, nackOf(request.params, request.query.action)),
   );
 }
 
