@@ -24,7 +24,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond, percentile } from './bench-types.js';
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runDelayNsOf, runWorker } from './bench-process.js';
 import { onInterrupt } from './interrupt.js';
@@ -55,15 +55,7 @@ const DEFAULT_TIMING_ARGS = [
 /** 1 MiB chunks as in the crash tests: restarts stay short. */
 const CHUNK_ARGS = ['--chunk-size', String(1024 * 1024)];
 
-interface Plan {
-  readonly key: 'single' | 'batch';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-}
-
-const PLANS: readonly Plan[] = [
+const PLANS: readonly WorkloadPlan[] = [
   { key: 'single', label: '1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000 },
   { key: 'batch', label: '100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000 },
 ];
@@ -151,14 +143,14 @@ function workloadMetrics(prefix: string, result: Measured): BenchMetric[] {
 }
 
 /** Starts `size` on-disk nodes (size 1: a plain single node), runs the plans at the leader. */
-async function measureThroughput(size: number, notes: string[]): Promise<Partial<Record<Plan['key'], Measured>>> {
+async function measureThroughput(size: number, notes: string[]): Promise<Partial<Record<WorkloadPlan['key'], Measured>>> {
   const cluster = await startCluster(size, DEFAULT_TIMING_ARGS);
   const label = size === 1 ? 'single node' : `${size}-node cluster`;
   try {
     await cluster.c.waitForStable(60_000);
     const leader = await cluster.c.leader(60_000);
     await warmUp(leader);
-    const results: Partial<Record<Plan['key'], Measured>> = {};
+    const results: Partial<Record<WorkloadPlan['key'], Measured>> = {};
     const pids = (): number[] => cluster.c.members.map((m) => m.process?.child.pid ?? 0).filter((p) => p > 0);
     for (const plan of PLANS) {
       const cpuBefore = sum(pids().map(cpuTicksOf));

@@ -16,7 +16,7 @@ import { createServer } from 'node:net';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond } from './bench-types.js';
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runDelayNsOf, runWorker } from './bench-process.js';
 import type { WorkloadSpec } from './load-worker.js';
@@ -27,17 +27,9 @@ import { spawnLauncher } from '../support/node-process.js';
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
 
-interface WorkloadPlan {
-  readonly key: 'single' | 'batch' | 'read';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-  /** events/s EventDB should reach. */
-  readonly target?: number;
-}
+type Plan = WorkloadPlan<'single' | 'batch' | 'read'>;
 
-const PLANS: readonly WorkloadPlan[] = [
+const PLANS: readonly Plan[] = [
   {
     key: 'single',
     label: 'append 1 event/request, 64 conns',
@@ -66,7 +58,7 @@ const PLANS: readonly WorkloadPlan[] = [
 /** A workload's result plus how long the server's main thread sat runnable without a CPU. */
 type MeasuredResult = WorkloadResult & { readonly serverRunQueueWaitPercent?: number };
 
-type Results = Partial<Record<WorkloadPlan['key'], MeasuredResult>>;
+type Results = Partial<Record<Plan['key'], MeasuredResult>>;
 
 export async function run(): Promise<BenchSection> {
   const notes: string[] = [
@@ -206,7 +198,7 @@ async function runPostgres(notes: string[]): Promise<Results | undefined> {
   }
 }
 
-function common(plan: WorkloadPlan): {
+function common(plan: Plan): {
   connections: number;
   durationMs: number;
   requestCountMax: number;
@@ -224,7 +216,7 @@ async function runWorkloads(
   system: string,
   serverPids: () => number[],
   specOf: (
-    plan: WorkloadPlan,
+    plan: Plan,
     streamLengths: Record<string, number>,
     prefix: string,
   ) => WorkloadSpec,

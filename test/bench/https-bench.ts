@@ -17,7 +17,7 @@ import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond } from './bench-types.js';
 import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runWorker } from './bench-process.js';
 import { onInterrupt } from './interrupt.js';
@@ -29,15 +29,7 @@ import { freePort, spawnLauncher } from '../support/node-process.js';
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
 
-interface Plan {
-  readonly key: 'single' | 'batch';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-}
-
-const PLANS: readonly Plan[] = [
+const PLANS: readonly WorkloadPlan[] = [
   { key: 'single', label: 'append 1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000 },
   { key: 'batch', label: 'append 100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000 },
 ];
@@ -171,7 +163,7 @@ async function waitUntilServing(node: BenchNode): Promise<void> {
   throw new Error(`${node.scheme} node did not start serving within 60 s`);
 }
 
-function spec(node: BenchNode, plan: Plan, durationMs: number): WorkloadSpec {
+function spec(node: BenchNode, plan: WorkloadPlan, durationMs: number): WorkloadSpec {
   return {
     kind: 'http-append',
     origin: node.origin,
@@ -186,7 +178,7 @@ function spec(node: BenchNode, plan: Plan, durationMs: number): WorkloadSpec {
   };
 }
 
-async function measure(node: BenchNode, plan: Plan): Promise<WorkloadResult> {
+async function measure(node: BenchNode, plan: WorkloadPlan): Promise<WorkloadResult> {
   const pid = node.child.pid ?? 0;
   const before = cpuTicksOf(pid);
   const result = await runWorker(spec(node, plan, DURATION_MS));
