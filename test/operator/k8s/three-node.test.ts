@@ -3,18 +3,18 @@
 // and configuration change with 16 writers (followers one at a time, then the leader after it
 // resigned; no acknowledged write lost); scaling 3 -> 5 -> 3 -> 1 -> 3 with the acting operator
 // killed mid-scale. Nothing here is skipped when the nodes do not form a cluster: the tests fail.
-import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, createNamespace, ctx, deleteNamespace, kubectl, sleep, waitFor } from '../../k8s/helpers.js';
 import {
   applyCluster,
   clusterPods,
   getCluster,
-  helmInstallOperator,
-  helmUninstall,
+  createOperatorNamespace,
   installCrds,
+  installOperatorRelease,
   lastJsonLine,
   patchCluster,
+  removeOperatorRelease,
   runInCluster,
   secretValue,
   startWriters,
@@ -34,16 +34,13 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
   beforeAll(async () => {
     installCrds();
     ns = await createNamespace('edb-three');
-    operatorNamespace = await createNamespace(`edb-op-${crypto.randomBytes(2).toString('hex')}`);
-    helmInstallOperator({ release: 'eventdb-operator', namespace: operatorNamespace, watchNamespaces: [ns], set: ['resources.requests.cpu=10m'] });
+    operatorNamespace = await createOperatorNamespace();
+    installOperatorRelease(operatorNamespace, [ns]);
     expect(applyCluster(ns, 'orders', SPEC).status).toBe(0);
   }, 900_000);
 
   afterAll(async () => {
-    if (operatorNamespace !== '') {
-      helmUninstall('eventdb-operator', operatorNamespace);
-      await deleteNamespace(operatorNamespace);
-    }
+    if (operatorNamespace !== '') await removeOperatorRelease(operatorNamespace);
     if (ns !== '') await deleteNamespace(ns, 300_000);
   }, 600_000);
 
