@@ -100,7 +100,7 @@ describe('auto-scavenge on a 3-node cluster', () => {
   beforeAll(async () => {
     cluster = await createCluster({ size: 3, onDisk: true, args: [...licensing.args(), '--chunk-size', String(CHUNK_SIZE_BYTES)] });
     await cluster.waitForStable(120_000);
-    await writeGarbage((await cluster.leader()).http, 100);
+    await writeGarbage((await cluster.leader()).http, 150);
   }, 240_000);
   afterAll(async () => cluster?.stop());
 

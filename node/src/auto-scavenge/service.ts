@@ -69,6 +69,7 @@ export class AutoScavengeService {
   private lastNotice: string | undefined;
   private stopping = false;
   private resignRequested = false;
+  private leaderStartMs = 0;
 
   constructor(private readonly options: AutoScavengeServiceOptions) {
     this.log = options.log;
@@ -78,17 +79,12 @@ export class AutoScavengeService {
 
   /** This node leads: rebuild the state and start driving cluster scavenges. */
   lead(): void {
-    const term = ++this.term;
+    this.term++;
     this.state = undefined;
+    this.leaderStartMs = this.nowMs();
     this.resignRequested = false;
     this.stopping = false;
-    void this.enqueue(async () => {
-      if (term !== this.term) return;
-      const state = await this.store.load(this.nowMs());
-      if (term !== this.term) return;
-      this.state = state;
-      this.log.info({ state: statusOf(state), schedule: state.schedule ?? null, cluster: state.cluster?.clusterScavengeId }, 'auto-scavenge: state rebuilt');
-    }).catch((err: unknown) => this.log.error({ err }, 'auto-scavenge: could not rebuild the state'));
+    this.queueStep();
     clearInterval(this.timer);
     this.timer = setInterval(() => this.tick(), this.options.tickMs ?? DEFAULT_TICK_MS);
     this.timer.unref();
@@ -162,10 +158,23 @@ export class AutoScavengeService {
     const term = this.term;
     void this.enqueue(async () => {
       this.stepQueued = false;
+      // Rebuilt on the first tick as leader, and again on later ticks until it succeeds.
+      if (this.state === undefined && term === this.term) await this.rebuild(term);
       for (let i = 0; i < STEPS_PER_TICK_MAX; i++) {
         if (!(await this.step(term))) break;
       }
     }).catch((err: unknown) => this.notice('warn', `auto-scavenge step failed: ${err instanceof Error ? err.message : String(err)}`, { err }));
+  }
+
+  private async rebuild(term: number): Promise<void> {
+    try {
+      const state = await this.store.load(this.leaderStartMs);
+      if (term !== this.term) return;
+      this.state = state;
+      this.log.info({ state: statusOf(state), schedule: state.schedule ?? null, cluster: state.cluster?.clusterScavengeId }, 'auto-scavenge: state rebuilt');
+    } catch (err: unknown) {
+      this.notice('warn', `auto-scavenge: could not rebuild the state (retrying): ${err instanceof Error ? err.message : String(err)}`, { err });
+    }
   }
 
   /** One action; true when another may follow at once. */
@@ -244,7 +253,8 @@ export class AutoScavengeService {
     if (term !== this.term) return false;
     if (outcome === 'conflict') {
       this.log.warn({ eventType: event.type }, 'auto-scavenge: the streams changed under this leader; rebuilding the state');
-      this.state = await this.store.load(this.nowMs());
+      this.state = undefined;
+      await this.rebuild(term);
       return false;
     }
     this.state = applyEvent(this.state, event);
