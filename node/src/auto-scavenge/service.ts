@@ -53,6 +53,8 @@ export interface AutoScavengeStatusDto {
 export type NotReady = { readonly status: 503; readonly message: string };
 
 const DEFAULT_TICK_MS = 1000;
+/** A leader still leading this long after it resigned asks again. */
+const RESIGN_RETRY_MS = 30_000;
 /** Steps carried out one after another in one tick before yielding (appends chain). */
 const STEPS_PER_TICK_MAX = 10;
 
@@ -68,7 +70,7 @@ export class AutoScavengeService {
   private term = 0;
   private lastNotice: string | undefined;
   private stopping = false;
-  private resignRequested = false;
+  private resignRequestedAtMs: number | undefined;
   private leaderStartMs = 0;
 
   constructor(private readonly options: AutoScavengeServiceOptions) {
@@ -82,7 +84,7 @@ export class AutoScavengeService {
     this.term++;
     this.state = undefined;
     this.leaderStartMs = this.nowMs();
-    this.resignRequested = false;
+    this.resignRequestedAtMs = undefined;
     this.stopping = false;
     this.queueStep();
     clearInterval(this.timer);
@@ -196,13 +198,16 @@ export class AutoScavengeService {
         return false;
       case 'append':
         return this.write(action.event, term);
-      case 'resign':
-        if (!this.resignRequested) {
-          this.resignRequested = true;
+      case 'resign': {
+        // Asked once per term; again if this node still leads a while later (a refused resignation).
+        const nowMs = this.nowMs();
+        if (this.resignRequestedAtMs === undefined || nowMs - this.resignRequestedAtMs > RESIGN_RETRY_MS) {
+          this.resignRequestedAtMs = nowMs;
           this.log.info('auto-scavenge: every other node is scavenged; the leader resigns so that it can be scavenged');
           this.options.resign();
         }
         return false;
+      }
       case 'start-node-scavenge': {
         const started = await client.start(action.node);
         if (started.kind === 'failed') {
