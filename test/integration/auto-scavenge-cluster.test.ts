@@ -193,11 +193,18 @@ describe('auto-scavenge on a 3-node cluster', () => {
     expect((await leader.http('GET', '/auto-scavenge/status')).json().state).toBe('InProgress');
 
     await cluster.start(victim);
-    const log = await waitFor('the second cluster scavenge completed', async () => {
+    // The cycle the killed scavenge belongs to: the last one started before it.
+    const cycleOf = (events: readonly LoggedEvent[]): string | undefined => {
+      const at = events.findIndex((e) => e.eventType === '$node-scavenge-started' && e.data.scavengeId === running.scavengeId);
+      return events.slice(0, at + 1).filter((e) => e.eventType === '$cluster-scavenge-started').at(-1)?.data.clusterScavengeId;
+    };
+    const log = await waitFor('the cluster scavenge of the kill completed', async () => {
       const events = await autoScavengeLog(leader.http);
-      return events.filter((e) => e.eventType === '$cluster-scavenge-completed').length >= 2 ? events : undefined;
+      const id = cycleOf(events);
+      return events.some((e) => e.eventType === '$cluster-scavenge-completed' && e.data.clusterScavengeId === id) ? events : undefined;
     }, 150_000, 500);
-    const secondId = log.filter((e) => e.eventType === '$cluster-scavenge-started').map((e) => e.data.clusterScavengeId).find((id) => id !== firstCycleId)!;
+    const secondId = cycleOf(log)!;
+    expect(secondId).not.toBe(firstCycleId);
     const cycle = cycleEvents(log, secondId);
     const startedOnVictim = cycle.filter((e) => e.eventType === '$node-scavenge-started' && e.data.nodeId === nodeIdOf(victim)).map((e) => e.data.scavengeId);
     expect(startedOnVictim[0]).toBe(running.scavengeId);
