@@ -11,6 +11,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { NodeRef, ObservedNodeScavenge } from './state.js';
+import { peerLookup } from '../platform/peer-lookup.js';
 
 export interface NodeScavengeClientOptions {
   readonly scheme: 'http' | 'https';
@@ -77,7 +78,7 @@ export class NodeScavengeClient {
     const { options } = this;
     const authorization = `Basic ${Buffer.from(`${options.adminLogin}:${options.adminPassword}`).toString('base64')}`;
     const base = {
-      host: node.address, port: node.port, path, method, timeout: timeoutMs,
+      host: node.address, port: node.port, path, method, timeout: timeoutMs, lookup: peerLookup().lookup,
       headers: { accept: 'application/json', authorization, 'content-length': 0 },
     };
     return new Promise<Answer>((resolve, reject) => {
