@@ -16,41 +16,15 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { openEngine } from '../../node/src/storage/event-db.js';
 import { LAUNCHER } from '../support/node-process.js';
 import type { BenchMetric, BenchSection } from './bench-types.js';
+import { fillLog } from './fill-log.js';
 
 const MB = Number(process.env['BENCH_BACKUP_MB'] ?? 512);
-const EVENT_BYTES = 1024;
 
 function round(v: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(v * f) / f;
-}
-
-async function buildLog(dir: string): Promise<void> {
-  const db = await openEngine({
-    dbPath: path.join(dir, 'db'), indexPath: path.join(dir, 'index'), memDb: false, chunkSizeBytes: 256 * 1024 * 1024,
-    maxMemTableSize: 100_000, maxEventSizeBytes: 4 << 20, hashCollisionReadLimit: 100,
-    streamExistenceFilterSizeBytes: 32 << 20,
-  }, { log: pino({ level: 'warn' }), onFatal: (err) => { throw err; } });
-  const data = Buffer.from(JSON.stringify({ pad: 'x'.repeat(EVENT_BYTES - 12) }));
-  const targetBytes = MB * 1e6;
-  let written = 0;
-  let stream = 0;
-  const t0 = performance.now();
-  const writer = async (): Promise<void> => {
-    while (written < targetBytes && performance.now() - t0 < 600_000) {
-      const s = stream++;
-      const events = Array.from({ length: 100 }, () => ({ eventId: crypto.randomUUID(), eventType: 'Filler', data, metadata: Buffer.alloc(0), isJson: true }));
-      const r = await db.append(`s-${s}`, -1, events);
-      if (r.kind !== 'success') throw new Error(`fill failed: ${r.kind}`);
-      written += 100 * (EVENT_BYTES + 100);
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, () => writer()));
-  await db.close();
 }
 
 function treeBytes(dir: string): number {
@@ -88,7 +62,7 @@ export async function run(): Promise<BenchSection> {
   const root = fs.mkdtempSync(path.join(process.env['BENCH_DIR'] ?? os.tmpdir(), 'eventdb-bench-backup-'));
   try {
     const src = path.join(root, 'src');
-    await buildLog(src);
+    await fillLog(src, { targetBytes: MB * 1e6, timeLimitMs: 600_000, maxMemTableSize: 100_000 });
     const bytes = treeBytes(path.join(src, 'db')) + treeBytes(path.join(src, 'index'));
     const mbps = (ms: number): number => round(bytes / 1e6 / (ms / 1000));
 

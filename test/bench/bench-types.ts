@@ -19,6 +19,17 @@ export interface BenchSection {
   readonly notes: readonly string[];
 }
 
+/** One workload a section runs in a load worker: its key in the results, its label, and its load. */
+export interface WorkloadPlan<Key extends string = 'single' | 'batch'> {
+  readonly key: Key;
+  readonly label: string;
+  readonly connections: number;
+  readonly eventsPerRequest: number;
+  readonly requestCountMax: number;
+  /** events/s EventDB should reach. */
+  readonly target?: number;
+}
+
 /** Result of one timed workload run by a load worker process. */
 export interface WorkloadResult {
   readonly requestCount: number;

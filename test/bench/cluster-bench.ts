@@ -19,17 +19,15 @@
  * BENCH_FAILOVER_ROUNDS (per timing set, default 10, at least 10 counts for the issue),
  * BENCH_FAILOVER_FAST=0 skips the fast-timings rounds.
  */
-import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond, percentile } from './bench-types.js';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runDelayNsOf, runWorker } from './bench-process.js';
 import { onInterrupt } from './interrupt.js';
-import type { WorkloadSpec } from './load-worker.js';
 import {
   createCluster,
   FAST_CLUSTER_ARGS,
@@ -42,7 +40,6 @@ const DURATION_MS = Number(process.env['BENCH_CLUSTER_DURATION_MS'] ?? 10_000);
 const FAILOVER_ROUNDS = Math.max(1, Number(process.env['BENCH_FAILOVER_ROUNDS'] ?? 10));
 const FAILOVER_FAST = process.env['BENCH_FAILOVER_FAST'] !== '0';
 const PAYLOAD_BYTES = 100;
-const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 /** Failover writer lanes: several, so that the first acknowledgement is seen soon after it can be. */
 const FAILOVER_LANES = 4;
 /** A write unanswered for this long counts as failed and the lane moves on. */
@@ -58,15 +55,7 @@ const DEFAULT_TIMING_ARGS = [
 /** 1 MiB chunks as in the crash tests: restarts stay short. */
 const CHUNK_ARGS = ['--chunk-size', String(1024 * 1024)];
 
-interface Plan {
-  readonly key: 'single' | 'batch';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-}
-
-const PLANS: readonly Plan[] = [
+const PLANS: readonly WorkloadPlan[] = [
   { key: 'single', label: '1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000 },
   { key: 'batch', label: '100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000 },
 ];
@@ -154,14 +143,14 @@ function workloadMetrics(prefix: string, result: Measured): BenchMetric[] {
 }
 
 /** Starts `size` on-disk nodes (size 1: a plain single node), runs the plans at the leader. */
-async function measureThroughput(size: number, notes: string[]): Promise<Partial<Record<Plan['key'], Measured>>> {
+async function measureThroughput(size: number, notes: string[]): Promise<Partial<Record<WorkloadPlan['key'], Measured>>> {
   const cluster = await startCluster(size, DEFAULT_TIMING_ARGS);
   const label = size === 1 ? 'single node' : `${size}-node cluster`;
   try {
     await cluster.c.waitForStable(60_000);
     const leader = await cluster.c.leader(60_000);
     await warmUp(leader);
-    const results: Partial<Record<Plan['key'], Measured>> = {};
+    const results: Partial<Record<WorkloadPlan['key'], Measured>> = {};
     const pids = (): number[] => cluster.c.members.map((m) => m.process?.child.pid ?? 0).filter((p) => p > 0);
     for (const plan of PLANS) {
       const cpuBefore = sum(pids().map(cpuTicksOf));
@@ -420,52 +409,6 @@ async function warmUp(leader: ClusterMember): Promise<void> {
     await sleep(200);
   }
   throw new Error(`${leader.spec.name} did not acknowledge a warm-up write within 30 s`);
-}
-
-function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), spec.durationMs + 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(killer);
-      const line = stdout.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || line === '') reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
-      else resolve(JSON.parse(line) as WorkloadResult);
-    });
-  });
-}
-
-/** Linux USER_HZ; /proc/<pid>/stat times are in these ticks. */
-const CLOCK_TICKS_PER_SECOND = 100;
-
-function cpuTicksOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-/** Nanoseconds the process's main thread spent runnable but waiting for a CPU (schedstat). */
-function runDelayNsOf(pid: number): number {
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
 }
 
 function sum(values: readonly number[]): number {

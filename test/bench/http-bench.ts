@@ -10,15 +10,15 @@
  * Environment: BENCH_DURATION_MS (per workload, default 12000), BENCH_POSTGRES=0 skips
  * PostgreSQL, BENCH_DIR puts the data elsewhere than the OS temp directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond } from './bench-types.js';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runDelayNsOf, runWorker } from './bench-process.js';
 import type { WorkloadSpec } from './load-worker.js';
 import { ensurePostgresInstalled, startPostgres } from './pg-server.js';
 import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
@@ -26,19 +26,10 @@ import { spawnLauncher } from '../support/node-process.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
-const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
 
-interface WorkloadPlan {
-  readonly key: 'single' | 'batch' | 'read';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-  /** events/s EventDB should reach. */
-  readonly target?: number;
-}
+type Plan = WorkloadPlan<'single' | 'batch' | 'read'>;
 
-const PLANS: readonly WorkloadPlan[] = [
+const PLANS: readonly Plan[] = [
   {
     key: 'single',
     label: 'append 1 event/request, 64 conns',
@@ -67,24 +58,18 @@ const PLANS: readonly WorkloadPlan[] = [
 /** A workload's result plus how long the server's main thread sat runnable without a CPU. */
 type MeasuredResult = WorkloadResult & { readonly serverRunQueueWaitPercent?: number };
 
-type Results = Partial<Record<WorkloadPlan['key'], MeasuredResult>>;
+type Results = Partial<Record<Plan['key'], MeasuredResult>>;
 
 export async function run(): Promise<BenchSection> {
   const notes: string[] = [
     `each workload runs ${DURATION_MS} ms (BENCH_DURATION_MS), payload ${PAYLOAD_BYTES} B/event`,
     'reads: EventDB forward feed pages with embed=body (Atom JSON); PostgreSQL SELECT by stream',
-    `machine: ${os.availableParallelism()} CPUs, load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')} at start`,
+    `machine: ${os.availableParallelism()} CPUs, load average ${loadAverage()} at start`,
   ];
   const eventdb = await runEventDb(notes);
   const postgres = await runPostgres(notes);
   notes.push(
-    `load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')} at the end; "server waiting for a CPU" shows how much the load generator and other jobs held the CPUs`,
+    `load average ${loadAverage()} at the end; "server waiting for a CPU" shows how much the load generator and other jobs held the CPUs`,
   );
   const metrics: BenchMetric[] = [];
   for (const plan of PLANS) {
@@ -213,7 +198,7 @@ async function runPostgres(notes: string[]): Promise<Results | undefined> {
   }
 }
 
-function common(plan: WorkloadPlan): {
+function common(plan: Plan): {
   connections: number;
   durationMs: number;
   requestCountMax: number;
@@ -231,7 +216,7 @@ async function runWorkloads(
   system: string,
   serverPids: () => number[],
   specOf: (
-    plan: WorkloadPlan,
+    plan: Plan,
     streamLengths: Record<string, number>,
     prefix: string,
   ) => WorkloadSpec,
@@ -239,7 +224,7 @@ async function runWorkloads(
   const results: Results = {};
   for (const plan of PLANS) {
     const streamLengths = { ...(results.batch?.streamLengths ?? {}) };
-    const cpu = watchCounter(serverPids, (pid) => cpuTicksOf([pid]));
+    const cpu = watchCounter(serverPids, cpuTicksOf);
     const runDelay = watchCounter(serverPids, runDelayNsOf);
     const measured = await runWorker(
       specOf(plan, streamLengths, `bench-${plan.key}-${Date.now()}`),
@@ -265,26 +250,6 @@ async function runWorkloads(
       );
   }
   return results;
-}
-
-function runWorker(spec: WorkloadSpec): Promise<WorkloadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(spec)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), spec.durationMs + 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(killer);
-      const line = stdout.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || line === '')
-        reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
-      else resolve(JSON.parse(line) as WorkloadResult);
-    });
-  });
 }
 
 function startNode(dir: string, port: number): ChildProcess {
@@ -392,24 +357,6 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Linux USER_HZ; /proc/<pid>/stat times are in these ticks. */
-const CLOCK_TICKS_PER_SECOND = 100;
-
-/** utime + stime of the processes, in clock ticks (0 for processes that are gone). */
-function cpuTicksOf(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-    } catch {
-      // Exited.
-    }
-  }
-  return ticks;
-}
-
 /**
  * How much a per-process counter (CPU ticks, run-queue delay) grows from now until stop(),
  * summed over the processes. Sampled every 250 ms so that processes started during the run
@@ -436,15 +383,6 @@ function watchCounter(pidsOf: () => number[], read: (pid: number) => number): { 
       return total;
     },
   };
-}
-
-/** Nanoseconds the processes' main threads spent runnable but waiting for a CPU (schedstat). */
-function runDelayNsOf(pid: number): number {
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
-  } catch {
-    return 0;
-  }
 }
 
 /** Every running postgres process (postmaster and backends). */

@@ -11,15 +11,15 @@
  *
  * Environment: BENCH_DURATION_MS (per workload, default 12000), BENCH_DIR for the data.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { fileURLToPath } from 'node:url';
 
-import type { BenchMetric, BenchSection, WorkloadResult } from './bench-types.js';
+import type { BenchMetric, BenchSection, WorkloadPlan, WorkloadResult } from './bench-types.js';
 import { eventsPerSecond } from './bench-types.js';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf, loadAverage, runWorker } from './bench-process.js';
 import { onInterrupt } from './interrupt.js';
 import type { WorkloadSpec } from './load-worker.js';
 import { createCa, issueNodeCertificate } from '../support/certificates.js';
@@ -28,19 +28,8 @@ import { freePort, spawnLauncher } from '../support/node-process.js';
 
 const DURATION_MS = Number(process.env['BENCH_DURATION_MS'] ?? 12_000);
 const PAYLOAD_BYTES = 100;
-const WORKER_PATH = fileURLToPath(new URL('./load-worker.js', import.meta.url));
-/** Linux USER_HZ: /proc/<pid>/stat times are in these ticks. */
-const CLOCK_TICKS_PER_SECOND = 100;
 
-interface Plan {
-  readonly key: 'single' | 'batch';
-  readonly label: string;
-  readonly connections: number;
-  readonly eventsPerRequest: number;
-  readonly requestCountMax: number;
-}
-
-const PLANS: readonly Plan[] = [
+const PLANS: readonly WorkloadPlan[] = [
   { key: 'single', label: 'append 1 event/request, 64 conns', connections: 64, eventsPerRequest: 1, requestCountMax: 1_000_000 },
   { key: 'batch', label: 'append 100 events/request, 16 conns', connections: 16, eventsPerRequest: 100, requestCountMax: 50_000 },
 ];
@@ -124,13 +113,6 @@ function negotiated(origin: string, ca: string): Promise<string> {
   });
 }
 
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-}
-
 function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
@@ -181,7 +163,7 @@ async function waitUntilServing(node: BenchNode): Promise<void> {
   throw new Error(`${node.scheme} node did not start serving within 60 s`);
 }
 
-function spec(node: BenchNode, plan: Plan, durationMs: number): WorkloadSpec {
+function spec(node: BenchNode, plan: WorkloadPlan, durationMs: number): WorkloadSpec {
   return {
     kind: 'http-append',
     origin: node.origin,
@@ -196,39 +178,12 @@ function spec(node: BenchNode, plan: Plan, durationMs: number): WorkloadSpec {
   };
 }
 
-async function measure(node: BenchNode, plan: Plan): Promise<WorkloadResult> {
+async function measure(node: BenchNode, plan: WorkloadPlan): Promise<WorkloadResult> {
   const pid = node.child.pid ?? 0;
-  const before = cpuTicks(pid);
+  const before = cpuTicksOf(pid);
   const result = await runWorker(spec(node, plan, DURATION_MS));
-  const seconds = (cpuTicks(pid) - before) / CLOCK_TICKS_PER_SECOND;
+  const seconds = (cpuTicksOf(pid) - before) / CLOCK_TICKS_PER_SECOND;
   return { ...result, serverCpuPercent: round((seconds / (result.elapsedMs / 1000)) * 100) };
-}
-
-function cpuTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-function runWorker(workload: WorkloadSpec): Promise<WorkloadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER_PATH, JSON.stringify(workload)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), workload.durationMs + 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(killer);
-      const line = stdout.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || line === '') reject(new Error(`load worker exited ${code}: ${stderr.slice(-500)}`));
-      else resolve(JSON.parse(line) as WorkloadResult);
-    });
-  });
 }
 
 async function stopNode(child: ChildProcess): Promise<void> {

@@ -15,44 +15,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
-import { openEngine } from '../../node/src/storage/event-db.js';
 import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
 import { percentile, type BenchMetric, type BenchSection } from './bench-types.js';
+import { fillLog } from './fill-log.js';
 
 const GB = Number(process.env['BENCH_SCAVENGE_GB'] ?? 2);
-const EVENT_BYTES = 1024;
 
 function round(v: number, digits = 0): number {
   const f = 10 ** digits;
   return Math.round(v * f) / f;
-}
-
-async function buildLog(dir: string): Promise<void> {
-  const db = await openEngine({
-    dbPath: path.join(dir, 'db'), indexPath: path.join(dir, 'index'), memDb: false, chunkSizeBytes: 256 * 1024 * 1024,
-    maxMemTableSize: 1_000_000, maxEventSizeBytes: 4 << 20, hashCollisionReadLimit: 100,
-    // The node's default filter size: with another size the node rebuilds the filter from the whole log at start-up.
-    streamExistenceFilterSizeBytes: 32 << 20,
-  }, { log: pino({ level: 'warn' }), onFatal: (err) => { throw err; } });
-  const data = Buffer.from(JSON.stringify({ pad: 'x'.repeat(EVENT_BYTES - 12) }));
-  const targetBytes = GB * 1e9;
-  let written = 0;
-  let stream = 0;
-  const t0 = performance.now();
-  const writer = async (): Promise<void> => {
-    while (written < targetBytes && performance.now() - t0 < 900_000) {
-      const s = stream++;
-      const events = Array.from({ length: 100 }, () => ({ eventId: crypto.randomUUID(), eventType: 'Filler', data, metadata: Buffer.alloc(0), isJson: true }));
-      const r = await db.append(`s-${s}`, -1, events);
-      if (r.kind !== 'success') throw new Error(`fill failed: ${r.kind}`);
-      written += 100 * (EVENT_BYTES + 100);
-      if (s % 2 === 0) await db.deleteStream(`s-${s}`, -2, true);
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, () => writer()));
-  await db.close();
 }
 
 function chunkBytes(dir: string): number {
@@ -181,7 +153,14 @@ export async function run(): Promise<BenchSection> {
   try {
     const template = path.join(root, 'template');
     const t0 = performance.now();
-    await buildLog(template);
+    await fillLog(template, {
+      targetBytes: GB * 1e9,
+      timeLimitMs: 900_000,
+      maxMemTableSize: 1_000_000,
+      afterStream: async (db, stream, n) => {
+        if (n % 2 === 0) await db.deleteStream(stream, -2, true);
+      },
+    });
     const bytes = chunkBytes(template);
     notes.push(`log: ${round(bytes / 1e9, 2)} GB of chunks built in ${round((performance.now() - t0) / 1000)} s; half the streams hard-deleted`);
     // Settle the freshly built log on disk first, so neither copy pays for its write-back.

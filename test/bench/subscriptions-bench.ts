@@ -13,7 +13,7 @@
  *
  * Every loop is bounded in time (BENCH_SUBSCRIPTIONS_MS per run, default 6000) and in count.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +22,7 @@ import { Pool } from 'undici';
 
 import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
 import { startNode, type NodeProcess } from '../support/node-process.js';
+import { CLOCK_TICKS_PER_SECOND, cpuTicksOf } from './bench-process.js';
 import { percentile, type BenchMetric, type BenchSection } from './bench-types.js';
 import { onInterrupt } from './interrupt.js';
 
@@ -49,15 +50,9 @@ interface Throughput {
 /** The node's pid, for its CPU figures (set once it runs). */
 let serverPid = 0;
 
-/** utime + stime of a process in ms (Linux clock ticks are 10 ms); 0 once it is gone. */
+/** utime + stime of a process in ms; 0 once it is gone. */
 function cpuMsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
-  } catch {
-    return 0;
-  }
+  return (cpuTicksOf(pid) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
 export async function run(): Promise<BenchSection> {

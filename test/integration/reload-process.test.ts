@@ -6,31 +6,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
+import { logLines, waitForLogLine } from '../support/node-log.js';
+import { startNode, tempDir } from '../support/node-process.js';
 
 const dir = tempDir('eventdb-reload-');
 const configFile = join(dir.path, 'eventdb.yaml');
 afterAll(() => dir.remove());
-
-function lines(node: NodeProcess, from: number): Array<Record<string, unknown>> {
-  return node.output.slice(from).flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
-}
-
-async function waitForLine(node: NodeProcess, from: number, msg: string | RegExp, timeoutMs = 10_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const found = lines(node, from).find((l) => (typeof msg === 'string' ? l['msg'] === msg : msg.test(String(l['msg']))));
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no log line ${String(msg)} within ${timeoutMs}ms:\n${node.output.slice(from).join('\n')}`);
-}
 
 describe('SIGHUP reloads the configuration', () => {
   it('applies the log level live, reports options that need a restart, survives a bad file', async () => {
@@ -45,30 +26,30 @@ describe('SIGHUP reloads the configuration', () => {
       let mark = node.output.length;
       await get();
       await new Promise((r) => setTimeout(r, 200));
-      expect(lines(node, mark).some((l) => l['msg'] === 'request completed')).toBe(false);
+      expect(logLines(node, mark).some((l) => l['msg'] === 'request completed')).toBe(false);
 
       // log level: applied; MaxMemTableSize: needs a restart
       writeFileSync(configFile, 'LogLevel: debug\nMaxMemTableSize: 2000\n');
       mark = node.output.length;
       node.child.kill('SIGHUP');
-      const reloaded = await waitForLine(node, mark, 'configuration reloaded');
+      const reloaded = await waitForLogLine(node, mark, 'configuration reloaded');
       expect(reloaded['changed']).toEqual({ LogLevel: { from: 'info', to: 'debug' } });
       expect(reloaded['needsRestart']).toEqual(['MaxMemTableSize']);
-      const restart = await waitForLine(node, mark, /MaxMemTableSize changed: the new value needs a restart/);
+      const restart = await waitForLogLine(node, mark, /MaxMemTableSize changed: the new value needs a restart/);
       expect(restart).toMatchObject({ option: 'MaxMemTableSize', from: 1000, to: 2000 });
       mark = node.output.length;
       await get();
-      await waitForLine(node, mark, 'request completed');
+      await waitForLogLine(node, mark, 'request completed');
 
       // an invalid file changes nothing and the node keeps serving
       writeFileSync(configFile, 'LogLevel: loud\n');
       mark = node.output.length;
       node.child.kill('SIGHUP');
-      const failed = await waitForLine(node, mark, /configuration reload failed/);
+      const failed = await waitForLogLine(node, mark, /configuration reload failed/);
       expect(JSON.stringify(failed['issues'])).toContain('LogLevel');
       mark = node.output.length;
       await get();
-      await waitForLine(node, mark, 'request completed');
+      await waitForLogLine(node, mark, 'request completed');
       expect(node.child.exitCode).toBeNull();
     } finally {
       expect(await node.stop()).toBe(0);

@@ -20,6 +20,7 @@ import { basic } from '../support/credentials.js';
 import { createCa, issueNodeCertificate } from '../support/certificates.js';
 import { httpsRequest, type HttpsResponse } from '../support/https-client.js';
 import { newEvent } from '../support/http-client.js';
+import { logLines, waitForLogLine } from '../support/node-log.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
 
 const dir = tempDir('eventdb-reload-tls-');
@@ -48,24 +49,9 @@ function configure(extra = ''): void {
   );
 }
 
-function logLines(node: NodeProcess, from: number): Array<Record<string, unknown>> {
-  return node.output.slice(from).flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
-}
-
-async function waitForLine(node: NodeProcess, from: number, msg: RegExp, timeoutMs = 20_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; Date.now() < deadline && i < 10_000; i++) {
-    const found = logLines(node, from).find((l) => msg.test(String(l['msg'])));
-    if (found) return found;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no log line ${String(msg)} within ${timeoutMs} ms:\n${node.output.slice(from).join('\n')}`);
+/** The node's log line whose `msg` matches, within 20 s. */
+function waitForLine(node: NodeProcess, from: number, msg: RegExp): Promise<Record<string, unknown>> {
+  return waitForLogLine(node, from, msg, 20_000);
 }
 
 function fingerprintOf(pem: string): string {

@@ -161,6 +161,58 @@ export function nodeContainer(args: string[], extra: Record<string, unknown> = {
   };
 }
 
+/** A 1 GiB ReadWriteOnce PersistentVolumeClaim `name` of the default StorageClass; `extra` adds to its spec (dataSource). */
+export async function createClaim(ns: string, name: string, extra: Record<string, unknown> = {}): Promise<void> {
+  await create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...extra },
+  });
+}
+
+/**
+ * The two Services of a StatefulSet of nodes labelled `app`, on port 2113: `<app>-headless` gives each pod a DNS name
+ * (listed before the pod is ready: a clustered node is ready only once it found the others through those names) and
+ * `<app>` sends to the ready pods.
+ */
+export async function createNodeServices(ns: string, app: string): Promise<void> {
+  for (const [name, headless] of [[`${app}-headless`, true], [app, false]] as const) {
+    await create(`/api/v1/namespaces/${ns}/services`, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name },
+      spec: {
+        ...(headless ? { clusterIP: 'None', publishNotReadyAddresses: true } : {}),
+        selector: { app },
+        ports: [{ name: 'http', port: 2113, targetPort: 'http' }],
+      },
+    });
+  }
+}
+
+/** A StatefulSet `app` of 3 pods started in parallel, behind `<app>-headless`; `extra` adds to its spec (volumes). */
+export async function createNodeStatefulSet(
+  ns: string,
+  app: string,
+  podSpec: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  await create(`/apis/apps/v1/namespaces/${ns}/statefulsets`, {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: app },
+    spec: {
+      serviceName: `${app}-headless`,
+      replicas: 3,
+      podManagementPolicy: 'Parallel',
+      selector: { matchLabels: { app } },
+      template: { metadata: { labels: { app } }, spec: podSpec },
+      ...extra,
+    },
+  });
+}
+
 /**
  * Runs a short-lived pod of the node image whose command is `node -e <script>` and waits for it to finish. The
  * script runs inside the cluster (pod network, cluster DNS). Returns the final pod and its log.

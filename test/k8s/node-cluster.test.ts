@@ -4,7 +4,7 @@
 // pod back on its own volume and it rejoins as a follower with every acknowledged event.
 import { describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { NODE_UID, api, create, ctx, execIn, image, nodeContainer, useNamespace, waitFor, waitPodReady } from './helpers.js';
+import { NODE_UID, api, create, createNodeServices, createNodeStatefulSet, ctx, execIn, image, nodeContainer, useNamespace, waitFor, waitPodReady } from './helpers.js';
 
 const NAMES = ['orders-0', 'orders-1', 'orders-2'];
 const SEEDS = NAMES.map((n) => `${n}.orders-headless:2113`).join(',');
@@ -71,46 +71,26 @@ describe.skipIf(!!ctx().skipReason)('an EventDB cluster on a StatefulSet', () =>
   const ns = useNamespace('cluster');
 
   it('forms through pod DNS seeds, replicates writes from the Service, survives losing its leader', async () => {
-    for (const [name, headless] of [['orders-headless', true], ['orders', false]] as const) {
-      await create(`/api/v1/namespaces/${ns()}/services`, {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name },
-        spec: {
-          // the seeds must resolve before the pods are ready: a node is ready only once it found the others
-          ...(headless ? { clusterIP: 'None', publishNotReadyAddresses: true } : {}),
-          selector: { app: 'orders' },
-          ports: [{ name: 'http', port: 2113, targetPort: 'http' }],
-        },
-      });
-    }
-    await create(`/apis/apps/v1/namespaces/${ns()}/statefulsets`, {
-      apiVersion: 'apps/v1',
-      kind: 'StatefulSet',
-      metadata: { name: 'orders' },
-      spec: {
-        serviceName: 'orders-headless',
-        replicas: 3,
-        podManagementPolicy: 'Parallel',
-        selector: { matchLabels: { app: 'orders' } },
-        template: {
-          metadata: { labels: { app: 'orders' } },
-          spec: {
-            terminationGracePeriodSeconds: 30,
-            securityContext: { fsGroup: NODE_UID },
-            containers: [
-              nodeContainer(
-                ['--insecure', '--cluster-size', '3', '--gossip-seed', SEEDS, '--gossip-interval-ms', '500', '--gossip-timeout-ms', '1000'],
-                {
-                  volumeMounts: [
-                    { name: 'data', mountPath: '/var/lib/eventdb/db', subPath: 'db' },
-                    { name: 'data', mountPath: '/var/lib/eventdb/index', subPath: 'index' },
-                  ],
-                },
-              ),
-            ],
-          },
-        },
+    await createNodeServices(ns(), 'orders');
+    await createNodeStatefulSet(
+      ns(),
+      'orders',
+      {
+        terminationGracePeriodSeconds: 30,
+        securityContext: { fsGroup: NODE_UID },
+        containers: [
+          nodeContainer(
+            ['--insecure', '--cluster-size', '3', '--gossip-seed', SEEDS, '--gossip-interval-ms', '500', '--gossip-timeout-ms', '1000'],
+            {
+              volumeMounts: [
+                { name: 'data', mountPath: '/var/lib/eventdb/db', subPath: 'db' },
+                { name: 'data', mountPath: '/var/lib/eventdb/index', subPath: 'index' },
+              ],
+            },
+          ),
+        ],
+      },
+      {
         volumeClaimTemplates: [
           {
             metadata: { name: 'data' },
@@ -118,7 +98,7 @@ describe.skipIf(!!ctx().skipReason)('an EventDB cluster on a StatefulSet', () =>
           },
         ],
       },
-    });
+    );
     // a client inside the cluster (the node image's node runs the requests)
     await create(`/api/v1/namespaces/${ns()}/pods`, {
       apiVersion: 'v1',

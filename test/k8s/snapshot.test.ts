@@ -6,6 +6,7 @@ import {
   NODE_UID,
   api,
   create,
+  createClaim,
   ctx,
   execIn,
   nodeContainer,
@@ -78,12 +79,7 @@ describe.skipIf(!!ctx().skipReason)('volume snapshots', () => {
   };
 
   it('snapshots a PVC a node wrote, and a PVC restored from the snapshot holds the same files and events', async () => {
-    await create(`/api/v1/namespaces/${ns()}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'data' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
-    });
+    await createClaim(ns(), 'data');
     await create(`/api/v1/namespaces/${ns()}/pods`, nodePod('writer', 'data'));
     await waitPodReady(ns(), 'writer');
     expect(execIn(ns(), 'writer', ['node', '-e', APPEND])).toContain('appended');
@@ -109,15 +105,8 @@ describe.skipIf(!!ctx().skipReason)('volume snapshots', () => {
     }, 120_000, 1000);
     expect(snap.status?.boundVolumeSnapshotContentName).toMatch(/^snapcontent-/);
 
-    await create(`/api/v1/namespaces/${ns()}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'restored' },
-      spec: {
-        accessModes: ['ReadWriteOnce'],
-        resources: { requests: { storage: '1Gi' } },
-        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'data-snap' },
-      },
+    await createClaim(ns(), 'restored', {
+      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'data-snap' },
     });
     const restored = await listFiles('list-restored', 'restored');
     expect(restored).toEqual(original);

@@ -3,7 +3,7 @@
 // behind a Service whose EndpointSlices list the ready pods; scaled down, its pods go.
 import { describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { api, create, ctx, getPod, nodeContainer, podReady, runScriptPod, useNamespace, waitFor, waitPodGone, waitPodReady } from './helpers.js';
+import { api, createNodeServices, createNodeStatefulSet, ctx, getPod, nodeContainer, podReady, runScriptPod, useNamespace, waitFor, waitPodGone, waitPodReady } from './helpers.js';
 
 interface EndpointSlice {
   addressType: string;
@@ -15,32 +15,10 @@ describe.skipIf(!!ctx().skipReason)('statefulset of eventdb nodes', () => {
   const ns = useNamespace('sts');
 
   it('runs 3 nodes that answer on their pod IPs, find each other by DNS, and sit behind a Service', async () => {
-    for (const [name, headless] of [['eventdb-headless', true], ['eventdb', false]] as const) {
-      await create(`/api/v1/namespaces/${ns()}/services`, {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name },
-        spec: {
-          ...(headless ? { clusterIP: 'None', publishNotReadyAddresses: true } : {}),
-          selector: { app: 'eventdb' },
-          ports: [{ name: 'http', port: 2113, targetPort: 'http' }],
-        },
-      });
-    }
-    await create(`/apis/apps/v1/namespaces/${ns()}/statefulsets`, {
-      apiVersion: 'apps/v1',
-      kind: 'StatefulSet',
-      metadata: { name: 'eventdb' },
-      spec: {
-        serviceName: 'eventdb-headless',
-        replicas: 3,
-        podManagementPolicy: 'Parallel',
-        selector: { matchLabels: { app: 'eventdb' } },
-        template: {
-          metadata: { labels: { app: 'eventdb' } },
-          spec: { terminationGracePeriodSeconds: 10, containers: [nodeContainer(['--insecure', '--mem-db'])] },
-        },
-      },
+    await createNodeServices(ns(), 'eventdb');
+    await createNodeStatefulSet(ns(), 'eventdb', {
+      terminationGracePeriodSeconds: 10,
+      containers: [nodeContainer(['--insecure', '--mem-db'])],
     });
 
     const names = ['eventdb-0', 'eventdb-1', 'eventdb-2'];

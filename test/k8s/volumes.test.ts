@@ -6,6 +6,7 @@ import {
   NODE_UID,
   api,
   create,
+  createClaim,
   ctx,
   execIn,
   nodeContainer,
@@ -79,12 +80,7 @@ describe.skipIf(!!ctx().skipReason)('volumes and env', () => {
   }, 300_000);
 
   it('binds a PersistentVolumeClaim of the default StorageClass whose files outlive the pod', async () => {
-    await create(`/api/v1/namespaces/${ns()}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'data' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
-    });
+    await createClaim(ns(), 'data');
     const write = async (name: string): Promise<string> => {
       const { pod, log } = await runScriptPod(
         ns(),

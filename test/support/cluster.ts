@@ -30,8 +30,11 @@ export interface ClusterMember {
 
 export interface TestCluster {
   readonly members: readonly ClusterMember[];
-  /** Starts (or restarts) a member; resolves once it logs ready. */
-  start(member: ClusterMember): Promise<void>;
+  /**
+   * Starts (or restarts) a member; resolves once it logs ready. `clusterSize` restarts it with
+   * another size (a resize, as the operator rolls one).
+   */
+  start(member: ClusterMember, overrides?: { readonly clusterSize?: number }): Promise<void>;
   /** The member whose /info says leader, waiting until exactly one voting member does. */
   leader(timeoutMs?: number): Promise<ClusterMember>;
   /** Waits until every running member reports one of the stable states. */
@@ -91,11 +94,11 @@ export async function createCluster(options: ClusterOptions): Promise<TestCluste
     return { spec, process: undefined, baseUrl, http: httpClient(baseUrl) };
   });
 
-  const start = async (member: ClusterMember): Promise<void> => {
+  const start = async (member: ClusterMember, overrides: { readonly clusterSize?: number } = {}): Promise<void> => {
     const s = member.spec;
     const args = [
       '--node-ip', s.ip, '--http-port', String(s.httpPort), '--replication-port', String(s.replicationPort),
-      '--cluster-size', String(options.size), '--gossip-seed', seeds, ...FAST_CLUSTER_ARGS,
+      '--cluster-size', String(overrides.clusterSize ?? options.size), '--gossip-seed', seeds, ...FAST_CLUSTER_ARGS,
       ...(s.readOnlyReplica ? ['--read-only-replica'] : []),
       ...(s.db === undefined ? [] : ['--db', s.db, '--index', s.index!]),
       ...(options.args ?? []),

@@ -1,5 +1,5 @@
 /**
- * Leader-only services behind any node: persistent subscriptions and projections run on the
+ * Leader-only services behind any node: persistent subscriptions, projections and auto-scavenge run on the
  * leader alone (they are started and stopped with leadership), and EventStoreDB forwards their
  * HTTP requests to the leader when a follower receives them. This hook does the same before the
  * body is read: the request goes to the leader as it came (method, path, headers, including Host,
@@ -12,9 +12,10 @@ import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { LeaderRouting } from './leader-routing.js';
 import { sendStatus } from './streams/stream-http.js';
+import { peerLookup } from '../platform/peer-lookup.js';
 
 /** The paths served by the leader only. */
-export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection'] as const;
+export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection', '/auto-scavenge'] as const;
 
 /** Connection-level headers a proxy must not pass on (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -41,7 +42,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const leader = routing.leaderUrl();
     if (leader === undefined) return done(); // this node leads
     if (leader === null) {
-      sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions and projections run on the leader.');
+      sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions, projections and auto-scavenge run on the leader.');
       return done();
     }
     const target = new URL(request.url, leader);
@@ -50,7 +51,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const headers = withoutHopByHop(request.headers);
     const secure = target.protocol === 'https:';
     const upstream = (secure ? https : http).request(target, {
-      method: request.method, headers, ...(secure ? options.tls?.(target.hostname) ?? {} : {}),
+      method: request.method, headers, lookup: peerLookup().lookup, ...(secure ? options.tls?.(target.hostname) ?? {} : {}),
     }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers));
       answer.pipe(response);

@@ -21,12 +21,12 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { EventDbError, isErrno } from '../errors.js';
+import { syncDirectory } from '../platform/block-file.js';
 import { lockDatabaseDirectories, lockDirectory, type DirectoryLock } from '../platform/directory-lock.js';
 import { decodeChunkHeader } from '../storage/format/chunk-header.js';
 import { CHUNK_HEADER_SIZE_BYTES } from '../storage/limits.js';
 import {
   copyFileHashed,
-  fsyncDirectory,
   hashFile,
   listTree,
   readCheckpoint,
@@ -226,8 +226,8 @@ export async function runBackup(o: BackupOptions): Promise<BackupResult> {
     const removed = o.differential
       ? await differentialBackup(ctx)
       : await fullBackup(ctx, nodeRunning ? (o.chaserWaitMs ?? 10_000) : 0, writerAtStartPosition);
-    await fsyncDirectory(backupDb);
-    await fsyncDirectory(backupIndex);
+    await syncDirectory(backupDb);
+    await syncDirectory(backupIndex);
 
     const files = await describeFiles(toDir, copier.copied, owner.manifest);
     const chunkSizeBytes = await chunkSizeOf(backupDb);
@@ -246,7 +246,7 @@ export async function runBackup(o: BackupOptions): Promise<BackupResult> {
     };
     await writeFileDurably(path.join(toDir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 1)}\n`);
     await removeFile(path.join(toDir, IN_PROGRESS_FILE));
-    await fsyncDirectory(toDir);
+    await syncDirectory(toDir);
     o.out(
       `backup complete: ${copier.copied.size} files copied (${formatBytes(copier.copiedBytes)}), ${files.length - copier.copied.size} kept, ` +
         `${removed.length} removed; writer ${manifest.writerPosition}, chaser ${manifest.chaserPosition}`,

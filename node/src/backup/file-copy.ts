@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno } from '../errors.js';
+import { writeFileAtomic } from '../platform/block-file.js';
 import { decodeCheckpointFile } from '../storage/format/checkpoint-file.js';
 
 export const COPY_SUFFIX = '.copying';
@@ -107,28 +108,10 @@ export async function hashFile(file: string): Promise<CopiedFile> {
   }
 }
 
-export async function fsyncDirectory(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Writes `content` to `file` durably: temp file, fsync, rename, directory fsync. */
+/** Writes `content` to `file` durably: its folder made, then `<file>.tmp`, fsync, rename, directory fsync. */
 export async function writeFileDurably(file: string, content: string | Buffer): Promise<void> {
-  const temp = `${file}.tmp`;
   await fsp.mkdir(path.dirname(file), { recursive: true });
-  const handle = await fsp.open(temp, 'w');
-  try {
-    await handle.writeFile(content);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await fsp.rename(temp, file);
-  await fsyncDirectory(path.dirname(file));
+  await writeFileAtomic(file, typeof content === 'string' ? Buffer.from(content) : content, `${file}.tmp`);
 }
 
 /** Reads a file, or undefined when it does not exist. */

@@ -18,10 +18,11 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { EventDbError } from '../errors.js';
+import { syncDirectory } from '../platform/block-file.js';
 import { lockDatabaseDirectories, LOCK_FILE_NAME, type DirectoryLock } from '../platform/directory-lock.js';
 import { CHUNK_HEADER_SIZE_BYTES } from '../storage/limits.js';
 import { formatBytes } from './backup.js';
-import { copyFileHashed, fsyncDirectory, hashFile, listTree, readIfExists } from './file-copy.js';
+import { copyFileHashed, hashFile, listTree, readIfExists } from './file-copy.js';
 import { compareWithManifest, IN_PROGRESS_FILE, MANIFEST_FILE, parseManifest, type Manifest, type VerifyProblem } from './manifest.js';
 import { NODE_ID_FILE, writeRestoredNodeId } from './node-identity.js';
 import { isChunkName, restoreCut, TRUNCATE_CHECKPOINT } from './plan.js';
@@ -182,8 +183,8 @@ export async function runRestore(o: RestoreOptions): Promise<RestoreResult> {
       o.out(`copied chaser.chk over truncate.chk: the node cuts the log back to ${manifest.chaserPosition} when it starts`);
     }
     const nodeId = await writeRestoredNodeId(dbDir, manifest.nodeId);
-    await fsyncDirectory(dbDir);
-    for (const rel of new Set((await listTree(indexDir)).map((r) => path.dirname(r)))) await fsyncDirectory(path.join(indexDir, rel));
+    await syncDirectory(dbDir);
+    for (const rel of new Set((await listTree(indexDir)).map((r) => path.dirname(r)))) await syncDirectory(path.join(indexDir, rel));
     o.out(`restore complete: ${manifest.files.length} files (${formatBytes(restoredBytes)}); the restored node is ${nodeId} (restored from ${manifest.nodeId}); take a full backup of it before any differential one`);
     return {
       kind, manifest, restoredFiles: manifest.files.length, restoredBytes,

@@ -17,7 +17,6 @@
  *   accepting writes and an election follows; a follower that loses its leader starts one.
  */
 import net from 'node:net';
-import dns from 'node:dns/promises';
 import type { Logger } from 'pino';
 import { EventDbError } from '../errors.js';
 import type { AppendResult, NewEvent } from '../storage/event-db-types.js';
@@ -34,6 +33,7 @@ import { LeaderSessions, type ReplicaStats } from './replication/leader-sessions
 import type { Forward, Forwarded } from './replication/protocol.js';
 import { ReplicaSession, type ReplicaSessionEnd } from './replication/replica-session.js';
 import type { PeerClient } from './transport/peer-client.js';
+import { peerLookup } from '../platform/peer-lookup.js';
 
 export interface ClusterSettings {
   readonly clusterSize: number;
@@ -258,7 +258,7 @@ export class ClusterNode implements WriteRouter {
     const targets = new Set<string>([...this.deps.settings.gossipSeeds, ...this.view.peerEndpoints()]);
     if (this.deps.settings.gossipSeeds.length === 0 && this.deps.settings.discoverViaDns && this.deps.settings.clusterSize > 1) {
       try {
-        const found = await dns.lookup(this.deps.settings.clusterDns, { all: true });
+        const found = await peerLookup().resolve(this.deps.settings.clusterDns);
         for (const a of found) targets.add(`${a.family === 6 ? `[${a.address}]` : a.address}:${this.deps.settings.clusterGossipPort}`);
       } catch (err: unknown) {
         this.log.debug({ err, clusterDns: this.deps.settings.clusterDns }, 'cluster DNS lookup failed');

@@ -217,9 +217,12 @@ export async function syncDirectory(dirPath: string): Promise<void> {
   }
 }
 
-/** Writes a whole file atomically: temp file, fsync, rename, fsync directory. */
-export async function writeFileAtomic(filePath: string, data: Uint8Array): Promise<void> {
-  const tmp = `${filePath}.${process.pid}.${Date.now()}.tmp`;
+/** Writes a whole file atomically: temp file (`tmp`, by default a fresh name), fsync, rename, fsync directory. */
+export async function writeFileAtomic(
+  filePath: string,
+  data: Uint8Array,
+  tmp = `${filePath}.${process.pid}.${Date.now()}.tmp`,
+): Promise<void> {
   const handle = await fsp.open(tmp, 'w');
   try {
     await handle.writeFile(data);

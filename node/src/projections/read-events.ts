@@ -9,7 +9,7 @@ import type { EventDb } from '../storage/event-db-types.js';
 import { advanceTag, parseTag, tagToJson, zeroStreamsTag, ZERO_POSITION_TAG, type CheckpointTag } from './checkpoint-tag.js';
 import { classify } from './engine/event-filter.js';
 import { createReader, type CommitWatch } from './engine/event-reader.js';
-import { validateDefinition, type SourceDefinition } from './source-definition.js';
+import { sourceDefinition, validateDefinition } from './source-definition.js';
 
 export const ReadEventsRequestSchema = z.object({
   query: z.object({
@@ -43,27 +43,17 @@ function parseJsonOrText(buffer: Buffer, isJson: boolean): unknown {
 export async function readEvents(db: EventDb, watch: CommitWatch, request: ReadEventsRequest): Promise<string> {
   const q = request.query;
   const options = q.options ?? {};
-  const definition: SourceDefinition = {
-    allStreams: q.allStreams === true,
-    categories: q.categories ?? [],
-    streams: q.streams ?? [],
-    allEvents: q.allEvents !== false || (q.events ?? []).length === 0,
-    events: q.events ?? [],
-    byStreams: q.byStreams === true,
-    byCustomPartitions: false,
-    options: {
-      definesStateTransform: false,
-      producesResults: false,
-      definesFold: false,
-      handlesDeletedNotifications: false,
-      resultStreamName: null,
-      partitionResultStreamNamePattern: null,
-      $includeLinks: options['$includeLinks'] === true || options['includeLinks'] === true,
-      reorderEvents: false,
-      processingLag: null,
-      biState: false,
+  const definition = sourceDefinition(
+    {
+      allStreams: q.allStreams === true,
+      categories: q.categories ?? [],
+      streams: q.streams ?? [],
+      allEvents: q.allEvents !== false || (q.events ?? []).length === 0,
+      events: q.events ?? [],
+      byStreams: q.byStreams === true,
     },
-  };
+    { $includeLinks: options['$includeLinks'] === true || options['includeLinks'] === true },
+  );
   const reader = validateDefinition(definition);
   const zero: CheckpointTag =
     reader.kind === 'all' ? ZERO_POSITION_TAG : zeroStreamsTag(reader.kind === 'stream' ? [reader.stream] : reader.streams);

@@ -97,16 +97,23 @@ export function definitionForQueryConfig(d: SourceDefinition): Record<string, un
   };
 }
 
-/** A definition for native handlers: from $all, all events. */
-export function nativeDefinition(options: { includeLinks: boolean }): SourceDefinition {
+/**
+ * A definition with every option off and the given sources: all events of nothing until `sources`
+ * says what to read (as the sandbox starts before the source's selector runs).
+ */
+export function sourceDefinition(
+  sources: Partial<Omit<SourceDefinition, 'options'>>,
+  options: Partial<SourceDefinition['options']> = {},
+): SourceDefinition {
   return {
-    allStreams: true,
+    allStreams: false,
     categories: [],
     streams: [],
     allEvents: true,
     events: [],
     byStreams: false,
     byCustomPartitions: false,
+    ...sources,
     options: {
       definesStateTransform: false,
       producesResults: false,
@@ -114,10 +121,16 @@ export function nativeDefinition(options: { includeLinks: boolean }): SourceDefi
       handlesDeletedNotifications: false,
       resultStreamName: null,
       partitionResultStreamNamePattern: null,
-      $includeLinks: options.includeLinks,
+      $includeLinks: false,
       reorderEvents: false,
       processingLag: null,
       biState: false,
+      ...options,
     },
   };
+}
+
+/** A definition for native handlers: from $all, all events. */
+export function nativeDefinition(options: { includeLinks: boolean }): SourceDefinition {
+  return sourceDefinition({ allStreams: true }, { $includeLinks: options.includeLinks });
 }

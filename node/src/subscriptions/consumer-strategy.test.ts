@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
+import { recordedEvent } from '../../../test/support/recorded-event.js';
 import type { RecordedEvent } from '../storage/event-db-types.js';
 import {
   bucketOf,
@@ -10,24 +11,8 @@ import {
 } from './consumer-strategy.js';
 import type { ResolvedEvent } from './resolved-event.js';
 
-function record(stream: string, eventNumber: number, extra: Partial<RecordedEvent> = {}): RecordedEvent {
-  return {
-    stream,
-    eventNumber,
-    eventId: `00000000-0000-4000-8000-${String(eventNumber).padStart(12, '0')}`,
-    eventType: 'T',
-    data: Buffer.from('{}'),
-    metadata: Buffer.alloc(0),
-    isJson: true,
-    createdMs: 0,
-    logPosition: 0,
-    commitPosition: 0,
-    ...extra,
-  };
-}
-
 const plain = (stream: string, n = 0, extra: Partial<RecordedEvent> = {}): ResolvedEvent => ({
-  event: record(stream, n, extra),
+  event: recordedEvent(stream, n, extra),
   link: undefined,
 });
 
@@ -87,9 +72,9 @@ describe('consumer strategies', () => {
   });
 
   it('Pinned hashes an unresolved link by the stream named in its data, a resolved one by its target', () => {
-    const link = record('$ce-order', 3, { eventType: '$>', data: Buffer.from('7@order-42') });
+    const link = recordedEvent('$ce-order', 3, { eventType: '$>', data: Buffer.from('7@order-42') });
     expect(sourceStreamOf({ event: link, link: undefined })).toBe('order-42');
-    expect(sourceStreamOf({ event: record('order-9', 0), link })).toBe('order-9');
+    expect(sourceStreamOf({ event: recordedEvent('order-9', 0), link })).toBe('order-9');
     expect(sourceStreamOf({ event: undefined, link })).toBe('order-42');
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import type { RecordedEvent } from '../storage/event-db-types.js';
+import { recordedEvent } from '../../../test/support/recorded-event.js';
 import {
   GroupState,
   latencySummary,
@@ -12,19 +12,7 @@ import type { ResolvedEvent } from './resolved-event.js';
 import { DEFAULT_SETTINGS, type SubscriptionSettings } from './settings.js';
 
 function event(n: number, stream = 's'): ResolvedEvent {
-  const record: RecordedEvent = {
-    stream,
-    eventNumber: n,
-    eventId: `id-${stream}-${n}`,
-    eventType: 'T',
-    data: Buffer.from('{}'),
-    metadata: Buffer.alloc(0),
-    isJson: true,
-    createdMs: 0,
-    logPosition: 0,
-    commitPosition: 0,
-  };
-  return { event: record, link: undefined };
+  return { event: recordedEvent(stream, n, { eventId: `id-${stream}-${n}` }), link: undefined };
 }
 
 function consumer(id: string): ConsumerIdentity {

@@ -49,6 +49,7 @@ import {
 } from './certificate.js';
 import type { TlsMaterial } from './material.js';
 import { commonNameMatchesReserved } from './names.js';
+import { peerLookup } from '../platform/peer-lookup.js';
 
 export type PeerRejection = 'no-certificate' | 'partial-chain' | 'invalid-chain' | 'common-name' | 'no-san' | 'key-usage';
 
@@ -325,6 +326,7 @@ export function createTlsState(options: TlsStateOptions): TlsState {
 
   const clientConnectOptions = (host: string): tls.ConnectionOptions => ({
     host,
+    lookup: peerLookup().lookup,
     ...(isIP(host) === 0 ? { servername: host } : {}),
     ...secureContextOptions(),
     rejectUnauthorized: true,

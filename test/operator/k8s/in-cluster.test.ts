@@ -1,21 +1,20 @@
 // The operator in the cluster from its image (eventdb-operator:dev), installed by its chart with
 // two replicas: one holds the Lease and acts; killing it mid-rollout hands the operation to the
 // other, which resumes it from status.operation.
-import crypto from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { api, createNamespace, ctx, deleteNamespace, kubectl, useNamespace, waitFor } from '../../k8s/helpers.js';
+import { api, ctx, kubectl, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
+  SMALL_CLUSTER,
   applyCluster,
   clusterPods,
   getCluster,
-  helmInstallOperator,
-  helmUninstall,
+  createOperatorNamespace,
   installCrds,
+  installOperatorRelease,
   patchCluster,
+  removeOperatorRelease,
   waitClusterReady,
 } from './operator-support.js';
-
-const SMALL = { replicas: 1, storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '50m', memory: '128Mi' } } };
 
 interface Lease {
   spec?: { holderIdentity?: string; leaseTransitions?: number };
@@ -27,14 +26,13 @@ describe.skipIf(ctx().skipReason !== '')('the operator in the cluster, two repli
   beforeAll(() => installCrds(), 120_000);
   afterEach(async () => {
     if (operatorNamespace === '') return;
-    helmUninstall('eventdb-operator', operatorNamespace);
-    await deleteNamespace(operatorNamespace);
+    await removeOperatorRelease(operatorNamespace);
     operatorNamespace = '';
   }, 300_000);
 
   async function install(): Promise<void> {
-    operatorNamespace = await createNamespace(`edb-op-${crypto.randomBytes(2).toString('hex')}`);
-    helmInstallOperator({ release: 'eventdb-operator', namespace: operatorNamespace, watchNamespaces: [namespace()], set: ['resources.requests.cpu=10m'] });
+    operatorNamespace = await createOperatorNamespace();
+    installOperatorRelease(operatorNamespace, [namespace()]);
   }
 
   async function lease(): Promise<Lease | undefined> {
@@ -47,7 +45,7 @@ describe.skipIf(ctx().skipReason !== '')('the operator in the cluster, two repli
     expect(operatorPods).toHaveLength(2);
     const holder = await waitFor('a Lease holder', async () => (await lease())?.spec?.holderIdentity || undefined, 60_000);
     expect(operatorPods).toContain(holder);
-    expect(applyCluster(namespace(), 'orders', SMALL).status).toBe(0);
+    expect(applyCluster(namespace(), 'orders', SMALL_CLUSTER).status).toBe(0);
     await waitClusterReady(namespace(), 'orders');
     const metrics = await api().call('GET', `/api/v1/namespaces/${operatorNamespace}/pods/${holder}:8080/proxy/metrics`);
     expect(metrics.text).toMatch(/eventdb_operator_reconcile_total\{controller="eventdbcluster",result="(success|requeue)"\} \d+/);
@@ -61,7 +59,7 @@ describe.skipIf(ctx().skipReason !== '')('the operator in the cluster, two repli
   it('hands a rolling update over to the standby replica when the acting one is killed mid-way', async () => {
     await install();
     const ns = namespace();
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const first = (await clusterPods(ns, 'orders'))[0]?.uid;
     const holder = (await lease())?.spec?.holderIdentity ?? '';

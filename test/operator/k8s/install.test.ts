@@ -7,6 +7,7 @@ import { api, createNamespace, ctx, deleteNamespace, kubectl, run, useNamespace,
 import {
   OPERATOR_IMAGE,
   REPO,
+  SMALL_CLUSTER,
   applyCluster,
   clusterPods,
   getCluster,
@@ -15,13 +16,13 @@ import {
   installCrds,
   lastJsonLine,
   patchCluster,
+  removeOperatorRelease,
   runInCluster,
   secretValue,
   waitClusterReady,
   writeThenReadScript,
 } from './operator-support.js';
 
-const SMALL = { replicas: 1, storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '50m', memory: '128Mi' } } };
 const CRDS = ['eventdbclusters.eventdb.io', 'scavengeschedules.eventdb.io', 'backups.eventdb.io'];
 
 describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
@@ -49,7 +50,7 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
         const annotations = kubectl(['get', 'crd', crd, '-o', 'jsonpath={.metadata.annotations}']).stdout;
         expect(annotations).toContain('"helm.sh/resource-policy":"keep"');
       }
-      expect(applyCluster(ns, 'orders', SMALL).status).toBe(0);
+      expect(applyCluster(ns, 'orders', SMALL_CLUSTER).status).toBe(0);
       await waitClusterReady(ns, 'orders');
       expect((await probe(ns, 'kept', 1)).written).toBe(201);
 
@@ -67,8 +68,7 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
       expect(kubectl(['get', 'pvc', 'data-orders-0', '-n', ns]).status).toBe(0);
       expect((await clusterPods(ns, 'orders'))[0]?.uid).toBe(node?.uid);
     } finally {
-      helmUninstall('eventdb-operator', operatorNamespace);
-      await deleteNamespace(operatorNamespace);
+      await removeOperatorRelease(operatorNamespace);
     }
 
     // The plain YAML, with this checkout's images.

@@ -1,15 +1,19 @@
 // Helpers of the operator's tests on the kind cluster: CRDs, the operator (a local process or the
 // chart in the cluster), EventDBClusters and their status, and programs run inside the cluster.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs, { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import type { EventDBClusterStatus } from '../../../operator/src/api/eventdb-cluster.js';
-import { api, ctx, kubectl, run, runScriptPod, sleep, waitFor } from '../../k8s/helpers.js';
+import { api, createNamespace, ctx, deleteNamespace, kubectl, run, runScriptPod, sleep, waitFor } from '../../k8s/helpers.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const OPERATOR_MAIN = path.join(REPO, 'dist/operator/src/main.js');
+
+/** A one-node EventDBCluster spec small enough for the kind cluster. */
+export const SMALL_CLUSTER = { replicas: 1, storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '50m', memory: '128Mi' } } };
 export const OPERATOR_IMAGE = process.env['EVENTDB_K8S_OPERATOR_IMAGE'] ?? 'eventdb-operator:dev';
 
 export interface ClusterObject {
@@ -99,6 +103,22 @@ export function helmInstallOperator(options: { release: string; namespace: strin
 export function helmUninstall(release: string, namespace: string): void {
   const result = run(ctx().helm, ['uninstall', release, '--kubeconfig', ctx().kubeconfig, '--namespace', namespace, '--wait', '--timeout', '5m']);
   if (result.status !== 0 && !/not found/.test(result.out)) throw new Error(`helm uninstall failed:\n${result.out}`);
+}
+
+/** A fresh namespace for an operator release: edb-op-<4 hex digits>. */
+export async function createOperatorNamespace(): Promise<string> {
+  return await createNamespace(`edb-op-${crypto.randomBytes(2).toString('hex')}`);
+}
+
+/** The chart's release `eventdb-operator` (its two replicas asking 10m CPU each) in `namespace`, watching `watchNamespaces`. */
+export function installOperatorRelease(namespace: string, watchNamespaces: string[]): void {
+  helmInstallOperator({ release: 'eventdb-operator', namespace, watchNamespaces, set: ['resources.requests.cpu=10m'] });
+}
+
+/** Uninstalls the release `eventdb-operator` and deletes its namespace. */
+export async function removeOperatorRelease(namespace: string): Promise<void> {
+  helmUninstall('eventdb-operator', namespace);
+  await deleteNamespace(namespace);
 }
 
 /** `kubectl apply` of an EventDBCluster; returns kubectl's result (a rejected spec is status 1). */

@@ -4,6 +4,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, ctx, deleteNamespace, kubectl, sleep, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
+  SMALL_CLUSTER,
   applyCluster,
   clusterPods,
   getCluster,
@@ -21,7 +22,6 @@ import {
   type LocalOperator,
 } from './operator-support.js';
 
-const SMALL = { replicas: 1, storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '50m', memory: '128Mi' } } };
 
 describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as a local process', () => {
   const namespace = useNamespace('edb-one');
@@ -47,7 +47,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('becomes Ready, shows in kubectl get edb, and serves a write through <cluster>-leader on every address', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    expect(applyCluster(ns, 'orders', SMALL).status).toBe(0);
+    expect(applyCluster(ns, 'orders', SMALL_CLUSTER).status).toBe(0);
     const cluster = await waitClusterReady(ns, 'orders');
     expect(cluster.status).toMatchObject({ phase: 'Ready', replicas: 1, readyReplicas: 1, leader: 'orders-0', image: ctx().image });
     expect(cluster.status?.members?.[0]).toMatchObject({ pod: 'orders-0', role: 'Leader', alive: true });
@@ -63,7 +63,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('restarts the node for a configuration change, records the operation, and keeps its data', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     expect((await writeAndRead('kept', 7)).written).toBe(201);
     const before = await clusterPods(ns, 'orders');
@@ -87,7 +87,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     const ns = namespace();
     const newImage = tagNodeImage('dev-b');
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
     const writers = await startWriters(ns, {
@@ -120,7 +120,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('restarts for a new eventdb.io/restartedAt value, and once only', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
     expect(kubectl(['annotate', 'edb/orders', '-n', ns, 'eventdb.io/restartedAt=2026-03-04T10:00:00Z']).status).toBe(0);
@@ -135,7 +135,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('changes nothing while paused, and applies the change once unpaused', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
     await patchCluster(ns, 'orders', { spec: { paused: true, configuration: { MaxMemTableSize: 4000 } } });
@@ -151,7 +151,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('with updateStrategy Supervised, waits for the approve annotation naming the operation', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', { ...SMALL, updateStrategy: 'Supervised' });
+    applyCluster(ns, 'orders', { ...SMALL_CLUSTER, updateStrategy: 'Supervised' });
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
     await patchCluster(ns, 'orders', { spec: { configuration: { MaxMemTableSize: 3000 } } });
@@ -174,7 +174,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     // A window one hour from now, for one minute: closed during the test.
     const opens = new Date(Date.now() + 3_600_000);
     const schedule = `${opens.getUTCMinutes()} ${opens.getUTCHours()} * * *`;
-    applyCluster(ns, 'orders', { ...SMALL, maintenanceWindows: [{ schedule, timeZone: 'UTC', duration: '1m' }] });
+    applyCluster(ns, 'orders', { ...SMALL_CLUSTER, maintenanceWindows: [{ schedule, timeZone: 'UTC', duration: '1m' }] });
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
     await patchCluster(ns, 'orders', { spec: { configuration: { MaxMemTableSize: 2000 } } });
@@ -195,7 +195,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('reports a spec it cannot act on, naming the field, and makes nothing', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', { ...SMALL, maintenanceWindows: [{ schedule: '0 2 * * 6', timeZone: 'Mars/Olympus', duration: '1h' }] });
+    applyCluster(ns, 'orders', { ...SMALL_CLUSTER, maintenanceWindows: [{ schedule: '0 2 * * 6', timeZone: 'Mars/Olympus', duration: '1h' }] });
     const cluster = await waitFor('InvalidSpec', async () => {
       const current = await getCluster(ns, 'orders');
       return readyCondition(current)?.reason === 'InvalidSpec' ? current : undefined;
@@ -209,7 +209,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('remakes a pod someone deleted, on the same volume with its data', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     expect((await writeAndRead('survives', 3)).written).toBe(201);
     const before = await clusterPods(ns, 'orders');
@@ -226,7 +226,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('leaves nothing behind when its namespace is deleted: no pod, no PVC, no finalizer', async () => {
     const ns = namespace();
     operator = await startLocalOperator({ namespaces: [ns] });
-    applyCluster(ns, 'orders', SMALL);
+    applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const cluster = await getCluster(ns, 'orders');
     expect(cluster?.metadata).not.toHaveProperty('finalizers');
@@ -238,7 +238,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
       return pods?.items.length === 0 && claims?.items.length === 0 && services?.items.length === 0;
     }, 180_000, 1000);
     // And a whole namespace with a running cluster goes, while the operator watches it.
-    applyCluster(ns, 'again', SMALL);
+    applyCluster(ns, 'again', SMALL_CLUSTER);
     await waitClusterReady(ns, 'again');
     await deleteNamespace(ns, 180_000);
     expect(operator.child.exitCode).toBeNull();

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 
 import type { RecordedEvent } from '../../storage/event-db-types.js';
 import type { Delivery, GroupInfo, ResolvedEvent } from '../../subscriptions/service.js';
-import { escapeXml, jsonToXml } from '../streams/atom-xml.js';
+import { atomFeedXml, entryHeadXml, escapeXml, jsonToXml, linksXml, XML_DECLARATION } from '../streams/atom-xml.js';
 import {
   AUTHOR,
   EMPTY_FEED_UPDATED,
@@ -26,8 +26,6 @@ import {
   type EmbedLevel,
 } from '../streams/entry.js';
 
-const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
-const ATOM_NS = 'http://www.w3.org/2005/Atom';
 const PARKED_STREAM_PREFIX = '%24persistentsubscription';
 
 export function subscriptionPath(stream: string, group: string): string {
@@ -158,24 +156,15 @@ export function competingFeed(args: CompetingFeedArgs): Record<string, unknown> 
   };
 }
 
-function linksXml(links: readonly AtomLink[]): string {
-  return links
-    .map((link) => `<link href="${escapeXml(link.uri)}" rel="${escapeXml(link.relation)}" />`)
-    .join('');
-}
-
 function entryXml(entry: Record<string, unknown>): string {
-  const text = (key: string): string => escapeXml(String(entry[key] ?? ''));
-  const retry = entry.retryCount === undefined ? '' : `<retryCount>${text('retryCount')}</retryCount>`;
+  const retry = entry.retryCount === undefined ? '' : `<retryCount>${escapeXml(String(entry.retryCount ?? ''))}</retryCount>`;
   const content =
     entry.content === undefined
       ? ''
       : jsonToXml('content', entry.content).replace(/^<content>/, '<content type="application/xml">');
   return (
     '<entry>' +
-    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
-    '<author><name>EventStore</name></author>' +
-    `<summary>${text('summary')}</summary>` +
+    entryHeadXml(entry) +
     retry +
     linksXml((entry.links as AtomLink[] | undefined) ?? []) +
     content +
@@ -185,19 +174,7 @@ function entryXml(entry: Record<string, unknown>): string {
 
 /** An Atom XML rendering of a competing (or parked-message) feed model. */
 export function feedXml(feed: Record<string, unknown>): string {
-  const text = (key: string): string => escapeXml(String(feed[key] ?? ''));
-  const entries = ((feed.entries as Record<string, unknown>[] | undefined) ?? [])
-    .map(entryXml)
-    .join('');
-  return (
-    XML_DECLARATION +
-    `<feed xmlns="${ATOM_NS}">` +
-    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
-    '<author><name>EventStore</name></author>' +
-    linksXml((feed.links as AtomLink[] | undefined) ?? []) +
-    entries +
-    '</feed>'
-  );
+  return atomFeedXml(feed, entryXml);
 }
 
 // ---- statistics DTOs -----------------------------------------------------------------------

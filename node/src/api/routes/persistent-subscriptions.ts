@@ -27,7 +27,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
-import type { GroupInfo, NackAction, PersistentSubscriptions } from '../../subscriptions/service.js';
+import type {
+  CreateResult,
+  GroupInfo,
+  NackAction,
+  PersistentSubscriptions,
+  UpdateResult,
+} from '../../subscriptions/service.js';
+import type { SubscriptionSettings } from '../../subscriptions/settings.js';
 import { parkedStreamOf } from '../../subscriptions/names.js';
 import { originalOf } from '../../subscriptions/resolved-event.js';
 import { errorResponses, type ResponseDocs } from '../openapi-responses.js';
@@ -241,84 +248,77 @@ function registerStatistics(scope: ZodScope, deps: PersistentSubscriptionRoutesD
 
 // ---- create, update, delete, restart, replay -------------------------------------------------
 
+/** The route options of create (PUT) and update (POST): a settings body in JSON or XML. */
+function settingsRouteOptions(
+  summary: string,
+  success: Record<number, { description: string; mediaTypes?: readonly string[] }>,
+) {
+  return {
+    schema: { tags: ['subscriptions'], summary, params: GroupParams, querystring: FormatQuery, body: SubscriptionItem.optional() },
+    config: answers(success, 400, 401, 406, 415),
+    // The body is read as bytes and parsed by the handler (JSON or XML).
+    validatorCompiler: () => () => true,
+  };
+}
+
+/** What create and update answer alike: an invalid setting (400) and a stopped service (503). */
+type SettingsFailure = Extract<CreateResult | UpdateResult, { kind: 'fail' | 'not-running' }>;
+
+/**
+ * Create and update: admit the settings body, apply it, point Location at the group, and answer
+ * the completion message; `answer` maps the outcomes of its own (success, exists, missing).
+ */
+async function changeSettings<R extends CreateResult | UpdateResult>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: PersistentSubscriptionRoutesDeps,
+  params: { readonly stream: string; readonly subscription: string },
+  change: (stream: string, subscription: string, settings: SubscriptionSettings, user: string) => Promise<R>,
+  answer: (result: Exclude<R, SettingsFailure>, mediaType: MediaTypeValue) => FastifyReply,
+): Promise<FastifyReply> {
+  const parsed = await admitSettings(request, reply, deps);
+  if (parsed === undefined) return reply;
+  const { stream, subscription } = params;
+  const { mediaType, settings, user } = parsed;
+  const result: CreateResult | UpdateResult = await change(stream, subscription, settings, user);
+  reply.header('location', `${requestBaseUrl(request)}${subscriptionPath(stream, subscription)}`);
+  switch (result.kind) {
+    case 'fail':
+      return sendCompletion(reply, 400, 'Bad Request', mediaType, 'Fail', result.message);
+    case 'not-running':
+      return notRunning(reply);
+    default:
+      return answer(result as Exclude<R, SettingsFailure>, mediaType);
+  }
+}
+
 function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps): void {
   const tags = ['subscriptions'];
   scope.put(
     '/subscriptions/:stream/:subscription',
-    {
-      schema: {
-        tags,
-        summary: 'Create a subscription group ($admins or $ops)',
-        params: GroupParams,
-        querystring: FormatQuery,
-        body: SubscriptionItem.optional(),
-      },
-      config: answers(
-        {
-          201: { description: `Created (Location: the group); ${COMPLETION}`, mediaTypes: STATS_TYPES },
-          409: { description: `The group exists; ${COMPLETION}`, mediaTypes: STATS_TYPES },
-        },
-        400, 401, 406, 415,
+    settingsRouteOptions('Create a subscription group ($admins or $ops)', {
+      201: { description: `Created (Location: the group); ${COMPLETION}`, mediaTypes: STATS_TYPES },
+      409: { description: `The group exists; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+    }),
+    async (request, reply) =>
+      changeSettings(request, reply, deps, request.params, deps.subscriptions.create.bind(deps.subscriptions), (result, mediaType) =>
+        result.kind === 'created'
+          ? sendCompletion(reply, 201, 'Created', mediaType, 'Success')
+          : sendCompletion(reply, 409, 'Conflict', mediaType, 'AlreadyExists', result.message),
       ),
-      // The body is read as bytes and parsed by the handler (JSON or XML).
-      validatorCompiler: () => () => true,
-    },
-    async (request, reply) => {
-      const parsed = await admitSettings(request, reply, deps);
-      if (parsed === undefined) return reply;
-      const { stream, subscription } = request.params;
-      const { mediaType, settings, user } = parsed;
-      const result = await deps.subscriptions.create(stream, subscription, settings, user);
-      reply.header('location', `${requestBaseUrl(request)}${subscriptionPath(stream, subscription)}`);
-      switch (result.kind) {
-        case 'created':
-          return sendCompletion(reply, 201, 'Created', mediaType, 'Success');
-        case 'exists':
-          return sendCompletion(reply, 409, 'Conflict', mediaType, 'AlreadyExists', result.message);
-        case 'fail':
-          return sendCompletion(reply, 400, 'Bad Request', mediaType, 'Fail', result.message);
-        case 'not-running':
-          return notRunning(reply);
-      }
-    },
   );
   scope.post(
     '/subscriptions/:stream/:subscription',
-    {
-      schema: {
-        tags,
-        summary: 'Update a group: drops its consumers and restarts it from its checkpoint ($admins or $ops)',
-        params: GroupParams,
-        querystring: FormatQuery,
-        body: SubscriptionItem.optional(),
-      },
-      config: answers(
-        {
-          200: { description: `Updated; ${COMPLETION}`, mediaTypes: STATS_TYPES },
-          404: { description: `No such group; ${COMPLETION}`, mediaTypes: STATS_TYPES },
-        },
-        400, 401, 406, 415,
+    settingsRouteOptions('Update a group: drops its consumers and restarts it from its checkpoint ($admins or $ops)', {
+      200: { description: `Updated; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+      404: { description: `No such group; ${COMPLETION}`, mediaTypes: STATS_TYPES },
+    }),
+    async (request, reply) =>
+      changeSettings(request, reply, deps, request.params, deps.subscriptions.update.bind(deps.subscriptions), (result, mediaType) =>
+        result.kind === 'updated'
+          ? sendCompletion(reply, 200, 'OK', mediaType, 'Success')
+          : sendCompletion(reply, 404, 'Not Found', mediaType, 'DoesNotExist', result.message),
       ),
-      validatorCompiler: () => () => true,
-    },
-    async (request, reply) => {
-      const parsed = await admitSettings(request, reply, deps);
-      if (parsed === undefined) return reply;
-      const { stream, subscription } = request.params;
-      const { mediaType, settings, user } = parsed;
-      const result = await deps.subscriptions.update(stream, subscription, settings, user);
-      reply.header('location', `${requestBaseUrl(request)}${subscriptionPath(stream, subscription)}`);
-      switch (result.kind) {
-        case 'updated':
-          return sendCompletion(reply, 200, 'OK', mediaType, 'Success');
-        case 'not-found':
-          return sendCompletion(reply, 404, 'Not Found', mediaType, 'DoesNotExist', result.message);
-        case 'fail':
-          return sendCompletion(reply, 400, 'Bad Request', mediaType, 'Fail', result.message);
-        case 'not-running':
-          return notRunning(reply);
-      }
-    },
   );
   scope.delete(
     '/subscriptions/:stream/:subscription',
@@ -503,21 +503,25 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
     apply(parsed as string[], consumerIdOf(request, principal));
     return sendStatus(reply, 202, 'Accepted');
   };
+  const ackOf =
+    (params: { stream: string; subscription: string }) =>
+    (ids: string[]): void =>
+      deps.subscriptions.ack(params.stream, params.subscription, ids);
+  const nackOf =
+    (params: { stream: string; subscription: string }, action: string | undefined) =>
+    (ids: string[], consumerId: string): void =>
+      deps.subscriptions.nack(params.stream, params.subscription, ids, nackActionOf(action), consumerId);
   scope.post(
     '/subscriptions/:stream/:subscription/ack/:messageid',
     { schema: { tags, summary: 'Acknowledge a message', params: MessageParams }, config: ANSWER_ANSWERS },
     (request, reply) =>
-      answer(request, reply, request.params, request.params.messageid, (ids) =>
-        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
-      ),
+      answer(request, reply, request.params, request.params.messageid, ackOf(request.params)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/ack',
     { schema: { tags, summary: 'Acknowledge messages', params: GroupParams, querystring: IdsQuery }, config: ANSWER_ANSWERS },
     (request, reply) =>
-      answer(request, reply, request.params, request.query.ids, (ids) =>
-        deps.subscriptions.ack(request.params.stream, request.params.subscription, ids),
-      ),
+      answer(request, reply, request.params, request.query.ids, ackOf(request.params)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack/:messageid',
@@ -526,15 +530,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       config: ANSWER_ANSWERS,
     },
     (request, reply) =>
-      answer(request, reply, request.params, request.params.messageid, (ids, consumerId) =>
-        deps.subscriptions.nack(
-          request.params.stream,
-          request.params.subscription,
-          ids,
-          nackActionOf(request.query.action),
-          consumerId,
-        ),
-      ),
+      answer(request, reply, request.params, request.params.messageid, nackOf(request.params, request.query.action)),
   );
   scope.post(
     '/subscriptions/:stream/:subscription/nack',
@@ -543,15 +539,7 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       config: ANSWER_ANSWERS,
     },
     (request, reply) =>
-      answer(request, reply, request.params, request.query.ids, (ids, consumerId) =>
-        deps.subscriptions.nack(
-          request.params.stream,
-          request.params.subscription,
-          ids,
-          nackActionOf(request.query.action),
-          consumerId,
-        ),
-      ),
+      answer(request, reply, request.params, request.query.ids, nackOf(request.params, request.query.action)),
   );
 }
 

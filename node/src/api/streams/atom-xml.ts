@@ -6,7 +6,7 @@
 import type { RecordedEvent } from '../../storage/event-db-types.js';
 import { toEventDto, type AtomLink } from './entry.js';
 
-const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
+export const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
 const ATOM_NS = 'http://www.w3.org/2005/Atom';
 
 export function escapeXml(text: string): string {
@@ -55,14 +55,23 @@ export function eventDtoXml(event: RecordedEvent): string {
   return XML_DECLARATION + jsonToXml('event', toEventDto(event));
 }
 
-function linksXml(links: readonly AtomLink[]): string {
+export function linksXml(links: readonly AtomLink[]): string {
   return links
     .map((link) => `<link href="${escapeXml(link.uri)}" rel="${escapeXml(link.relation)}" />`)
     .join('');
 }
 
-function entryXml(entry: Record<string, unknown>): string {
+/** An entry's leading elements, alike in every Atom feed the node writes: title, id, updated, author, summary. */
+export function entryHeadXml(entry: Record<string, unknown>): string {
   const text = (key: string): string => escapeXml(String(entry[key] ?? ''));
+  return (
+    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
+    '<author><name>EventStore</name></author>' +
+    `<summary>${text('summary')}</summary>`
+  );
+}
+
+function entryXml(entry: Record<string, unknown>): string {
   const content =
     entry.content === undefined
       ? ''
@@ -72,9 +81,7 @@ function entryXml(entry: Record<string, unknown>): string {
         );
   return (
     '<entry>' +
-    `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
-    '<author><name>EventStore</name></author>' +
-    `<summary>${text('summary')}</summary>` +
+    entryHeadXml(entry) +
     content +
     linksXml(entry.links as AtomLink[]) +
     '</entry>'
@@ -88,14 +95,22 @@ export function entryDocumentXml(entry: Record<string, unknown>): string {
 
 /** An Atom feed document rendered from the JSON feed model of feed.ts. */
 export function feedXml(feed: Record<string, unknown>): string {
+  return atomFeedXml(feed, entryXml);
+}
+
+/**
+ * An Atom feed document of a feed model: its title, id, updated, author and links, then each
+ * entry as `entryXml` renders it (a feed without links or entries has none).
+ */
+export function atomFeedXml(feed: Record<string, unknown>, entryXml: (entry: Record<string, unknown>) => string): string {
   const text = (key: string): string => escapeXml(String(feed[key] ?? ''));
-  const entries = (feed.entries as Record<string, unknown>[]).map(entryXml).join('');
+  const entries = ((feed.entries as Record<string, unknown>[] | undefined) ?? []).map(entryXml).join('');
   return (
     XML_DECLARATION +
     `<feed xmlns="${ATOM_NS}">` +
     `<title>${text('title')}</title><id>${text('id')}</id><updated>${text('updated')}</updated>` +
     '<author><name>EventStore</name></author>' +
-    linksXml(feed.links as AtomLink[]) +
+    linksXml((feed.links as AtomLink[] | undefined) ?? []) +
     entries +
     '</feed>'
   );

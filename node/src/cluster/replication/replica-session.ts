@@ -14,6 +14,7 @@ import path from 'node:path';
 import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { ClusterStorage } from '../../storage/event-db.js';
+import { peerLookup } from '../../platform/peer-lookup.js';
 import {
   FileStartSchema, ForwardedSchema, FrameReader, FrameType, RefusedSchema, SubscribedSchema, TruncateSchema,
   decodeData, jsonFrame, parseJson, positionFrame, readU64, type FileStart, type Forward, type Forwarded,
@@ -86,7 +87,7 @@ export class ReplicaSession {
 
   constructor(private readonly options: ReplicaSessionOptions) {
     const { host, port } = options;
-    this.socket = options.connect?.(host, port, () => this.retire()) ?? net.connect({ host, port });
+    this.socket = options.connect?.(host, port, () => this.retire()) ?? net.connect({ host, port, lookup: peerLookup().lookup });
     this.socket.setNoDelay(true);
     this.socket.setTimeout(options.connectTimeoutMs, () => {
       if (!this.subscribed) this.end({ kind: 'broken', reason: `no answer from the leader at ${host}:${port}` });

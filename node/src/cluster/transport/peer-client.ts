@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { peerLookup } from '../../platform/peer-lookup.js';
 
 export interface PeerClientOptions {
   /** The agent for TLS connections to peers; undefined: plain HTTP. */
@@ -24,7 +25,7 @@ export class PeerClient {
     const payload = Buffer.from(JSON.stringify(body));
     const [host, portText] = splitEndpoint(endpoint);
     const base = {
-      host, port: Number(portText), path, method: 'POST',
+      host, port: Number(portText), path, method: 'POST', lookup: peerLookup().lookup,
       headers: { 'content-type': 'application/json', 'content-length': payload.length, accept: 'application/json' },
       timeout: timeoutMs,
     };
