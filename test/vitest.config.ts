@@ -53,7 +53,8 @@ export default defineConfig({
       {
         test: {
           name: 'k8s',
-          retry: 1,
+          // no retry: these tests build on each other's state (a scale from 3 to 5, then 5 to 3), so a
+          // second run of a failed one cannot pass and only doubles its long timeouts
           // test/operator/k8s: the operator on the same cluster (one globalSetup for both)
           include: ['test/k8s/**/*.test.ts', 'test/operator/k8s/**/*.test.ts'],
           globalSetup: ['test/k8s/global-setup.ts'],
