@@ -193,6 +193,22 @@ export type FrameResult =
   | { readonly kind: 'torn'; readonly reason: string };
 
 /**
+ * How many leading bytes of `buf` are whole frames (by their length prefixes): where a piece of the
+ * log may be cut so that no record is split between two pieces.
+ */
+export function wholeFramesLength(buf: Buffer): number {
+  let offset = 0;
+  while (offset + 4 <= buf.length) {
+    const payloadBytes = buf.readUInt32LE(offset);
+    if (payloadBytes === 0) break;
+    const size = payloadBytes + RECORD_FRAME_OVERHEAD_BYTES;
+    if (offset + size > buf.length) break;
+    offset += size;
+  }
+  return offset;
+}
+
+/**
  * Decodes the frame at `offset` of `buf` (which holds data up to `limit`). A zero length means
  * no record was written there. Anything else that does not check out is reported as torn.
  */

@@ -7,6 +7,8 @@
 import fs from 'node:fs';
 import type { ChunkRegistry } from '../chunk/chunk-registry.js';
 import type { Chunk } from '../chunk/chunk.js';
+import { wholeFramesLength } from '../format/record.js';
+import { RECORD_FRAME_OVERHEAD_BYTES } from '../limits.js';
 
 export interface ShippingChunk {
   readonly chunkStartNumber: number;
@@ -41,13 +43,22 @@ export class LogSource {
     return describe(chunk, this.durablePosition());
   }
 
-  /** Up to `maxBytes` of durable log bytes from `position` in an unscavenged chunk. */
+  /**
+   * Up to `maxBytes` of durable log bytes from `position` in an unscavenged chunk, cut after the
+   * last whole record (a replica checks every piece on its own: a record split between two pieces
+   * would look torn). A record larger than `maxBytes` comes whole, alone.
+   */
   readBytes(position: number, maxBytes: number): Buffer {
     const chunk = this.registry.chunkAt(position);
     if (chunk === undefined || chunk.header.isScavenged) return Buffer.alloc(0);
-    const end = Math.min(describe(chunk, this.durablePosition()).dataEndPosition, position + maxBytes);
+    const dataEnd = describe(chunk, this.durablePosition()).dataEndPosition;
+    const end = Math.min(dataEnd, position + maxBytes);
     if (end <= position) return Buffer.alloc(0);
-    return chunk.readData(position - chunk.startPosition, end - position);
+    const bytes = chunk.readData(position - chunk.startPosition, end - position);
+    const whole = wholeFramesLength(bytes);
+    if (whole > 0 || bytes.length < 4) return bytes.subarray(0, whole);
+    const first = Math.min(bytes.readUInt32LE(0) + RECORD_FRAME_OVERHEAD_BYTES, dataEnd - position);
+    return chunk.readData(position - chunk.startPosition, first);
   }
 
   /** Opens the file of the completed chunk at `position` for a whole-file transfer. */
