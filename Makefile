@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build test test-unit test-integration run-node bench check typecheck clean
+.PHONY: help deps build test test-tools test-unit test-integration run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -25,9 +25,12 @@ build: deps ## compile TypeScript to dist/
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
 
-test: build ## all tests that run on this machine (unit, integration, crash, and later tiers); the outcome is printed last
+test: build test-tools ## all tests that run on this machine (unit, integration, crash, and later tiers); the outcome is printed last
 	@rm -f .local/test-outcome.txt
 	@npx vitest run --config test/vitest.config.ts; rc=$$?; cat .local/test-outcome.txt 2>/dev/null || echo 'no test outcome written'; exit $$rc
+
+test-tools: ## programs the tests run besides Node.js (lua5.4 for the Argo CD health checks), from Debian when missing and root
+	@command -v lua5.4 >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q lua5.4 >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q lua5.4 >/dev/null 2>&1; }; }; } || echo 'lua5.4 could not be installed: the Argo CD health checks are skipped'
 
 test-unit: build ## unit tests only
 	npx vitest run --config test/vitest.config.ts --project unit

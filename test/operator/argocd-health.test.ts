@@ -12,8 +12,12 @@ const LUA = 'lua5.4';
 const haveLua = spawnSync(LUA, ['-v'], { stdio: 'ignore' }).status === 0;
 if (!haveLua) process.stdout.write(`[argocd-health] SKIPPED: ${LUA} is not installed (apt-get install lua5.4)\n`);
 
-const directory = mkdtempSync(path.join(tmpdir(), 'argocd-health-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+// made only when the checks run: a skipped suite's afterAll does not run, and the run's temp
+// directory must be left empty
+const directory = haveLua ? mkdtempSync(path.join(tmpdir(), 'argocd-health-')) : '';
+afterAll(() => {
+  if (directory !== '') rmSync(directory, { recursive: true, force: true });
+});
 
 function healthScript(kind: string): string {
   const readme = readFileSync(README, 'utf8');
