@@ -10,7 +10,7 @@ import type { ClusterIdentity } from './labels.js';
 import { commonLabels, ownerReference } from './labels.js';
 import { dataClaimName, indexClaimName, podDnsName } from './names.js';
 import { DATA_MOUNT_PATH, INDEX_MOUNT_PATH } from './node-settings.js';
-import { NODE_UID } from './pod.js';
+import { NODE_POD_SECURITY } from './pod.js';
 
 /** The node program inside the node image (node/Dockerfile). */
 export const NODE_PROGRAM = '/app/node/bin/eventdb';
@@ -133,14 +133,7 @@ export function fileCopyPath(cluster: string, startedAtIso: string): string {
   return `${cluster}/${startedAtIso.replace(/\.\d+Z$/, 'Z')}`;
 }
 
-const JOB_SECURITY = {
-  runAsNonRoot: true,
-  runAsUser: NODE_UID,
-  runAsGroup: NODE_UID,
-  fsGroup: NODE_UID,
-  fsGroupChangePolicy: 'OnRootMismatch',
-  seccompProfile: { type: 'RuntimeDefault' },
-};
+const JOB_SECURITY = NODE_POD_SECURITY;
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
 
 function job(input: {

@@ -33,6 +33,15 @@ export const POD_TEMPLATE_VERSION = 1;
 
 /** User and group of the node process in the node image. */
 export const NODE_UID = 10001;
+/** The pod security context of every pod that runs the node image (nodes, backup and restore Jobs). */
+export const NODE_POD_SECURITY = {
+  runAsNonRoot: true,
+  runAsUser: NODE_UID,
+  runAsGroup: NODE_UID,
+  fsGroup: NODE_UID,
+  fsGroupChangePolicy: 'OnRootMismatch',
+  seccompProfile: { type: 'RuntimeDefault' },
+};
 
 export type NodeKind = 'quorum' | 'read-only-replica';
 
@@ -161,14 +170,7 @@ export function buildPod(input: PodInput): KubeObject {
       automountServiceAccountToken: false,
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 60,
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: NODE_UID,
-        runAsGroup: NODE_UID,
-        fsGroup: NODE_UID,
-        fsGroupChangePolicy: 'OnRootMismatch',
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
+      securityContext: NODE_POD_SECURITY,
       containers: [
         {
           name: 'eventdb',
