@@ -21,13 +21,12 @@ const INITIAL_EVENTS = 2_000;
 const STREAM = 'crash-orders';
 const GROUP = 'workers';
 
-const dir = tempDir('eventdb-ps-crash-');
-const args = ['--db', `${dir.path}/db`, '--index', `${dir.path}/index`];
+let dir: ReturnType<typeof tempDir> | undefined;
 let node: NodeProcess | undefined;
 
 afterAll(async () => {
   if (node !== undefined && node.child.exitCode === null) await node.stop('SIGKILL');
-  dir.remove();
+  dir?.remove();
 });
 
 interface Ledger {
@@ -101,6 +100,11 @@ async function checkpointStreamValue(baseUrl: string): Promise<number | undefine
 
 describe('persistent subscriptions under SIGKILL', () => {
   it(`resume from the checkpoint after ${KILLS} kills and deliver every event at least once`, async () => {
+    // A fresh directory per attempt: a retry starts from an empty database too.
+    if (node !== undefined && node.child.exitCode === null) await node.stop('SIGKILL');
+    dir?.remove();
+    dir = tempDir('eventdb-ps-crash-');
+    const args = ['--db', `${dir.path}/db`, '--index', `${dir.path}/index`];
     node = await startNode({ memDb: false, args });
     await appendNumbered(node.baseUrl, STREAM, INITIAL_EVENTS);
     await createGroup(node.baseUrl, STREAM, GROUP, {
@@ -138,9 +142,12 @@ describe('persistent subscriptions under SIGKILL', () => {
         for (let n = 0; n <= stored; n++) {
           expect(ledger.acked.has(n), `round ${round}: event ${n} is below checkpoint ${stored} but was never acknowledged`).toBe(true);
         }
-        // Delivery resumes right after it.
+        // Delivery resumes right after it. When the consumers had acknowledged everything the
+        // appender got in before the kill, the checkpoint is the stream's last event: one more
+        // append gives the group something to resume with.
+        await appendNumbered(node.baseUrl, STREAM, 1);
         const probe = new CompetingConsumer(node.baseUrl, STREAM, GROUP);
-        const next = await probe.pull(1);
+        const next = await probe.pull(1, { longPollSeconds: 5 });
         expect(next.entries.map((e) => e.eventNumber), `round ${round}: resumes after ${stored}`).toEqual([stored + 1]);
         await probe.post(next.links['nackAll'] ?? '');
         await probe.close();
