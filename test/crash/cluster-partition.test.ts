@@ -31,6 +31,9 @@ describe('a network partition', () => {
   });
 
   it('the isolated leader acknowledges nothing; the majority goes on; after healing the old leader truncates and converges', { timeout: 300_000 }, async () => {
+    // a retry starts afresh: the first attempt's processes, files and namespaces go
+    await cluster?.stop();
+    network?.destroy();
     network = createTestNetwork(3);
     cluster = await createCluster({ size: 3, onDisk: true, network, args: ['--chunk-size', String(1024 * 1024)] });
     const c = cluster;

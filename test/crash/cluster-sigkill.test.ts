@@ -43,6 +43,7 @@ describe('cluster under SIGKILL', () => {
   afterAll(async () => cluster?.stop());
 
   it(`keeps every acknowledged write through ${ROUNDS_PER_KIND} leader and ${ROUNDS_PER_KIND} follower kills`, { timeout: 900_000 }, async () => {
+    await cluster?.stop(); // a retry starts a new cluster: the first attempt's processes and files go
     cluster = await createCluster({ size: 3, onDisk: true, args: ['--chunk-size', String(1024 * 1024)] });
     const c = cluster;
     await c.waitForStable(60_000);

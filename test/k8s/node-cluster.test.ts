@@ -118,7 +118,13 @@ describe.skipIf(!!ctx().skipReason)('an EventDB cluster on a StatefulSet', () =>
     const formed = await waitFor('one leader and two followers, each seeing all three', async () => {
       const v = views(ns());
       const states = NAMES.map((n) => v[n]?.state).sort();
-      const complete = NAMES.every((n) => v[n]?.alive.length === 3);
+      // every node sees all three, and sees their settled roles (gossip spreads a new role a
+      // round or two after the node took it)
+      const complete = NAMES.every(
+        (n) =>
+          v[n]?.alive.length === 3 &&
+          JSON.stringify(v[n]!.alive.map((m) => m.state).sort()) === JSON.stringify(['Follower', 'Follower', 'Leader']),
+      );
       return complete && JSON.stringify(states) === JSON.stringify(['follower', 'follower', 'leader']) ? v : undefined;
     }, 120_000, 2000);
     for (const n of NAMES) {

@@ -236,11 +236,17 @@ export function writeThenReadScript(options: { writeUrl: string; readUrls: strin
     } catch (err) { out.written = String(err); }
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
+  // A read that cannot connect (a Service whose endpoints trail a restarted pod by a moment) or
+  // meets a node not ready yet (503) is tried again; any other answer is the result.
   for (const url of options.readUrls) {
-    try {
-      const response = await fetch(url + '/streams/' + options.stream + '/0', { headers: { authorization: auth, accept: 'application/json' } });
-      out.reads[url] = response.status === 200 ? await response.json() : 'HTTP ' + response.status;
-    } catch (err) { out.reads[url] = String(err); }
+    for (let attempt = 0; attempt < 30; attempt++) {
+      try {
+        const response = await fetch(url + '/streams/' + options.stream + '/0', { headers: { authorization: auth, accept: 'application/json' } });
+        out.reads[url] = response.status === 200 ? await response.json() : 'HTTP ' + response.status;
+        if (response.status !== 503) break;
+      } catch (err) { out.reads[url] = String(err); }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
   }
   console.log(JSON.stringify(out));
 })().catch((err) => { console.error(err); process.exitCode = 1; });
