@@ -40,6 +40,11 @@ import { openEventDb } from './storage/event-db.js';
 import { createProjectionsSubsystem, type ProjectionsSubsystem } from './projections/projections-subsystem.js';
 import type { EventDbOptions } from './storage/event-db-types.js';
 import type { NodeConfig } from './config/schema.js';
+import { resolveAutoScavengeSettings, type AutoScavengeSettings } from './auto-scavenge/settings.js';
+import { AutoScavengeService } from './auto-scavenge/service.js';
+import { NodeScavengeClient } from './auto-scavenge/node-client.js';
+import type { ClusterView } from './auto-scavenge/state.js';
+import { httpEndpointOf } from './cluster/member-info.js';
 
 const EXIT_OK = 0;
 const EXIT_FATAL = 1;
@@ -68,7 +73,7 @@ function loadConfigOrExit(): LoadedConfig {
  * Missing options or refused material are configuration errors: the message, exit 2.
  */
 function loadTlsOrExit(config: NodeConfig): TlsMaterial | undefined {
-  if (config.insecure) return undefined;
+  if (config.insecure || config.dev) return undefined;  // --dev implies --insecure
   const sources = tlsSourcesOf(config);
   const missing = missingTlsOptions(sources);
   if (missing.length > 0) {
@@ -153,6 +158,11 @@ async function main(): Promise<void> {
   const loaded = loadConfigOrExit();
   const { config } = loaded;
   const material = loadTlsOrExit(config);
+  const autoScavenge = resolveAutoScavengeSettings({ ...config, nowMs: Date.now() });
+  if (autoScavenge.kind === 'refused') {
+    process.stderr.write(`${autoScavenge.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
   const root = createRootLogger({ level: config.logLevel });
   const { log } = root;
   const exitFatal = (err: unknown, message: string): never => {
@@ -163,6 +173,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (err) => exitFatal(err, 'uncaught exception'));
   process.on('unhandledRejection', (err) => exitFatal(err, 'unhandled promise rejection'));
   logStartup(root, loaded, material);
+  logAutoScavenge(root, autoScavenge);
   const tls =
     material === undefined
       ? undefined
@@ -171,7 +182,7 @@ async function main(): Promise<void> {
   if (tls !== undefined) reloader.addStep('certificates', createTlsReloadStep(tls), { liveOptions: TLS_LIVE_OPTIONS });
   reloadOnSignal(reloader, log);
   try {
-    await startNode(root, loaded, exitFatal, { reloader, ...(tls === undefined ? {} : { tls }) });
+    await startNode(root, loaded, exitFatal, { reloader, autoScavengeEnabled: autoScavenge.kind === 'enabled', ...(tls === undefined ? {} : { tls }) });
   } catch (err: unknown) {
     // A refusal with a stable code (a locked directory, a port in use...) is the user's to act
     // on: its message, without a stack. Anything else is a bug or a fault: the whole error.
@@ -190,7 +201,7 @@ async function startNode(
   root: RootLogger,
   loaded: LoadedConfig,
   exitFatal: ExitFatal,
-  live: { readonly reloader: Reloader; readonly tls?: TlsState },
+  live: { readonly reloader: Reloader; readonly autoScavengeEnabled: boolean; readonly tls?: TlsState },
 ): Promise<void> {
   const { config } = loaded;
   const { log } = root;
@@ -198,9 +209,10 @@ async function startNode(
   const engineDeps = { log, onFatal: (err: Error) => exitFatal(err, 'storage engine failed; stopping the node') };
   // A cluster member's writes are routed through its cluster node (the leader writes, others
   // forward), and leader-only services follow its state.
+  const instanceId = randomUUID();
   const member = isClusterMember(config)
     ? await createClusterMember({
-      config, engineOptions: engineOptions(config), engineDeps, instanceId: randomUUID(), version, log,
+      config, engineOptions: engineOptions(config), engineDeps, instanceId, version, log,
       onStateChange: (state, previous) => onStateChange(state, previous),
       // With TLS, gossip, elections and replication authenticate both ends by certificate.
       ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
@@ -226,6 +238,30 @@ async function startNode(
       : `${advertised.httpHost}:${advertised.httpPort}`,
   });
 
+  // Auto-scavenge runs on the leader only (a node alone leads itself): lead()/follow().
+  const autoScavenge = live.autoScavengeEnabled
+    ? new AutoScavengeService({
+      db,
+      log: log.child({ component: 'auto-scavenge' }),
+      client: new NodeScavengeClient({
+        scheme: live.tls === undefined ? 'http' : 'https',
+        ...(live.tls === undefined ? {} : { httpsAgent: live.tls.createPeerAgent({ maxSockets: 2 }) }),
+        adminLogin: 'admin', adminPassword: config.defaultAdminPassword, timeoutMs: 10_000,
+      }),
+      view: (): ClusterView | undefined => member === undefined ? singleNodeView() : clusterView(member, instanceId, config.clusterSize),
+      resign: () => {
+        const outcome = member?.node.resign();
+        if (outcome !== undefined && !outcome.accepted) log.warn({ reason: outcome.message }, 'auto-scavenge: resignation refused');
+      },
+    })
+    : undefined;
+  const singleNodeView = (): ClusterView | undefined => {
+    const address = app.server.address();
+    if (address === null || typeof address === 'string') return undefined;
+    const nodeId = `${config.nodeIp}:${address.port}`;
+    return { selfId: nodeId, clusterSize: 1, members: [{ nodeId, address: config.nodeIp, port: address.port, alive: true, writerCheckpoint: 0 }] };
+  };
+
   // On a cluster this runs on the leader only: start()/stop() follow leadership.
   const subscriptions = createPersistentSubscriptions({
     db,
@@ -241,7 +277,9 @@ async function startNode(
         .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
       void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
       void projections?.start().catch((err: unknown) => log.error({ err }, 'could not start the projections'));
+      autoScavenge?.lead();
     } else if (previous === 'Leader') {
+      autoScavenge?.follow();
       void subscriptions.stop();
       void projections?.stop().catch((err: unknown) => log.error({ err }, 'could not stop the projections'));
     }
@@ -256,6 +294,7 @@ async function startNode(
         await app.close();
         await projections?.stop();
         await subscriptions.stop();
+        await autoScavenge?.close();
         await scavenges.close();
         security.close();
         await db.close();
@@ -278,6 +317,7 @@ async function startNode(
     requestShutdown,
     scavenges,
     subscriptions,
+    ...(autoScavenge === undefined ? {} : { autoScavenge }),
     ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica, live.tls === undefined ? 'http' : 'https') }),
     reload: () => live.reloader.reload(),
     ...(live.tls === undefined ? {} : { tls: live.tls }),
@@ -306,10 +346,36 @@ async function startNode(
   if (member === undefined) await scavenges.initialise();
   // A node alone runs the projections; in a cluster only the leader does (onStateChange).
   if (member === undefined) await projections?.start();
+  if (member === undefined) autoScavenge?.lead();
   log.info({
     address, memDb: config.memDb, db: config.db, index: config.index,
     ...(advertised === undefined ? {} : { clusterSize: config.clusterSize, advertised }),
   }, 'ready');
+}
+
+function logAutoScavenge(root: RootLogger, settings: AutoScavengeSettings): void {
+  const { log } = root;
+  if (settings.kind === 'enabled') {
+    const { licensee, expiresAt } = settings.license;
+    log.info({ licensee, expiresAt }, 'auto-scavenge plugin enabled (licensed): configure a schedule with POST /auto-scavenge/configure');
+  } else if (settings.kind === 'disabled') {
+    log[settings.level]({ ...(settings.license === undefined ? {} : { licensee: settings.license.licensee, expiresAt: settings.license.expiresAt }) }, settings.reason);
+  }
+}
+
+/** The voting members as gossip sees them, for auto-scavenge; nodes are known by `address:port`. */
+function clusterView(member: ClusterMember, instanceId: string, clusterSize: number): ClusterView | undefined {
+  const members = member.node.gossip().members.filter((m) => !m.isReadOnlyReplica);
+  const self = members.find((m) => m.instanceId === instanceId);
+  if (self === undefined) return undefined;
+  return {
+    selfId: httpEndpointOf(self),
+    clusterSize,
+    members: members.map((m) => ({
+      nodeId: httpEndpointOf(m), address: m.internalHttpEndPointIp, port: m.internalHttpEndPointPort,
+      alive: m.isAlive && (m.state === 'Leader' || m.state === 'Follower'), writerCheckpoint: m.writerCheckpoint,
+    })),
+  };
 }
 
 /** What the HTTP API needs of a cluster member. */

@@ -85,7 +85,10 @@ k get edb "$name" -n "$ns"
 cat <<EOT
 
 Reach it (leader, for writes and reads):
-  kubectl port-forward -n $ns svc/$name-leader 2113:2113      # then http://127.0.0.1:2113
+  kubectl port-forward -n $ns svc/$name-leader 2113:2113
+  kubectl get secret $name-node-tls -n $ns -o jsonpath='{.data.ca\\.crt}' | base64 -d > $name-ca.crt
+  curl --cacert $name-ca.crt --resolve $name-leader:2113:127.0.0.1 https://$name-leader:2113/info
+  (with tls.mode Disabled: http://127.0.0.1:2113)
 Admin credentials (Secret $name-admin):
   kubectl get secret $name-admin -n $ns -o jsonpath='{.data.password}' | base64 -d; echo
 Watch it:

@@ -30,6 +30,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'projections', module: './projections-bench.js' },
   { name: 'cluster', module: './cluster-bench.js' },
   { name: 'backup', module: './backup-bench.js' },
+  { name: 'autoscavenge', module: './autoscavenge-bench.js' },
 ];
 
 async function runSection(entry: SectionEntry): Promise<BenchSection> {

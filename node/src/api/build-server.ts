@@ -22,6 +22,9 @@ import { registerInfoRoutes } from './routes/info.js';
 import { registerPersistentSubscriptionRoutes } from './routes/persistent-subscriptions.js';
 import { registerReloadConfigRoutes } from './routes/reload-config.js';
 import { registerScavengeRoutes } from './routes/scavenge.js';
+import { registerAutoScavengeRoutes } from './routes/auto-scavenge.js';
+import type { AutoScavengeService } from '../auto-scavenge/service.js';
+import type { Authorizer } from './auth-types.js';
 import { registerStatsRoutes } from './routes/stats.js';
 import type { StatsTree } from './routes/stats-sampler.js';
 import { registerStreamsRoutes } from './routes/streams.js';
@@ -46,6 +49,8 @@ export interface BuildServerDeps {
   readonly requestShutdown: () => void;
   /** Scavenge admin (POST/GET/DELETE /admin/scavenge*); those routes are absent without it. */
   readonly scavenges?: ScavengeService;
+  /** Auto-scavenge (licensed); the /auto-scavenge/* routes answer 503 without it. */
+  readonly autoScavenge?: AutoScavengeService;
   /** Persistent subscriptions (/subscriptions*); those routes are absent without it. */
   readonly subscriptions?: PersistentSubscriptions;
   /** A cluster member's gossip, elections, leadership commands and leader routing; absent for a node alone. */
@@ -164,7 +169,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     ...(cluster === undefined ? {} : { replication: () => cluster.replicationStats() }),
   });
   if (deps.scavenges !== undefined)
-    registerScavengeRoutes(app, { security, scavenges: deps.scavenges });
+    registerScavengeRoutes(app, { security: nodeCertificatesAsSystem(security, tls), scavenges: deps.scavenges });
+  registerAutoScavengeRoutes(app, { security, autoScavenge: deps.autoScavenge });
   if (deps.subscriptions !== undefined) {
     const { subscriptions } = deps;
     registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
@@ -172,6 +178,25 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   if (deps.projections !== undefined)
     registerProjectionsRoutes(app, { security, projections: deps.projections });
   return app;
+}
+
+/**
+ * With TLS, a request that presents the certificate of a node of this cluster acts as the system
+ * (a member of $admins): how the leader drives other nodes' scavenges (auto-scavenge). Requests
+ * without a client certificate are authenticated as usual.
+ */
+function nodeCertificatesAsSystem(security: Security, tls: TlsState | undefined): Authorizer {
+  if (tls === undefined) return security;
+  return {
+    async authenticate(request) {
+      const socket = request.raw.socket as TLSSocket;
+      const presented = typeof socket.getPeerCertificate === 'function' && Object.keys(socket.getPeerCertificate()).length > 0;
+      if (presented && tls.verifyConnection(socket).ok) return { kind: 'authenticated', principal: { login: '$system', groups: ['$admins'] } };
+      return security.authenticate(request);
+    },
+    canAccessStream: (principal, stream, access) => security.canAccessStream(principal, stream, access),
+    isAdmin: (principal, allowOps) => security.isAdmin(principal, allowOps),
+  };
 }
 
 interface RouteMethods {

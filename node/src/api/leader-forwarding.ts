@@ -1,5 +1,5 @@
 /**
- * Leader-only services behind any node: persistent subscriptions and projections run on the
+ * Leader-only services behind any node: persistent subscriptions, projections and auto-scavenge run on the
  * leader alone (they are started and stopped with leadership), and EventStoreDB forwards their
  * HTTP requests to the leader when a follower receives them. This hook does the same before the
  * body is read: the request goes to the leader as it came (method, path, headers, including Host,
@@ -15,7 +15,7 @@ import { sendStatus } from './streams/stream-http.js';
 import { peerLookup } from '../platform/peer-lookup.js';
 
 /** The paths served by the leader only. */
-export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection'] as const;
+export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection', '/auto-scavenge'] as const;
 
 /** Connection-level headers a proxy must not pass on (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -42,7 +42,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const leader = routing.leaderUrl();
     if (leader === undefined) return done(); // this node leads
     if (leader === null) {
-      sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions and projections run on the leader.');
+      sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions, projections and auto-scavenge run on the leader.');
       return done();
     }
     const target = new URL(request.url, leader);

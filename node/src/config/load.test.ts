@@ -33,6 +33,18 @@ function issuesOf(run: () => unknown): string[] {
 }
 
 describe('loadConfig', () => {
+  it('AutoScavenge: {Enabled: false} in YAML, --auto-scavenge-enabled and SERVICE_AUTO_SCAVENGE(_)_ENABLED all set one option', () => {
+    expect(load([]).config.autoScavengeEnabled).toBe(true);
+    const yaml = load(['--config', 'c.yaml'], {}, { 'c.yaml': 'AutoScavenge:\n  Enabled: false\n' });
+    expect(yaml.config.autoScavengeEnabled).toBe(false);
+    expect(yaml.sources.autoScavengeEnabled).toBe('file');
+    expect(load(['--auto-scavenge-enabled', 'false']).config.autoScavengeEnabled).toBe(false);
+    expect(load([], { SERVICE_AUTO_SCAVENGE_ENABLED: 'false' }).config.autoScavengeEnabled).toBe(false);
+    expect(load([], { SERVICE_AUTO_SCAVENGE__ENABLED: 'false' }).config.autoScavengeEnabled).toBe(false);
+    expect(issuesOf(() => load(['--config', 'c.yaml'], {}, { 'c.yaml': 'AutoScavenge:\n  Enable: false\n' })))
+      .toEqual([expect.stringContaining('unknown option AutoScavengeEnable')]);
+  });
+
   it('derives flag, YAML and env names from the key', () => {
     expect(flagName('maxMemTableSize')).toBe('--max-mem-table-size');
     expect(yamlKey('maxMemTableSize')).toBe('MaxMemTableSize');

@@ -149,7 +149,8 @@ function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): Ra
   const values: RawValues = new Map();
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
-    const name = optionByEnvName(variable);
+    // `SERVICE_AUTO_SCAVENGE__ENABLED`: a double underscore separates a section, as in the original.
+    const name = optionByEnvName(variable) ?? optionByEnvName(variable.replaceAll('__', '_'));
     if (name === undefined) {
       warnings.push(`unknown environment variable ${variable} ignored`);
       continue;
@@ -177,7 +178,7 @@ function loadConfigReadFile(
     issues.push(`config file ${path}: expected a mapping of option names to values`);
     return values;
   }
-  for (const [key, value] of Object.entries(document as Record<string, unknown>)) {
+  for (const [key, value] of flattenSections(document as Record<string, unknown>)) {
     const name = optionByYamlKey(key);
     if (name === undefined || name === 'config') {
       issues.push(`config file ${path}: unknown option ${key}`);
@@ -186,6 +187,22 @@ function loadConfigReadFile(
     values.set(name, { value, source: 'file', label: `${key} (in ${path})` });
   }
   return values;
+}
+
+/**
+ * A section of the YAML file (`AutoScavenge: {Enabled: false}`) names the options whose key is
+ * the section's name followed by the inner key (`AutoScavengeEnabled`).
+ */
+function flattenSections(document: Record<string, unknown>): Array<[string, unknown]> {
+  const entries: Array<[string, unknown]> = [];
+  for (const [key, value] of Object.entries(document)) {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [inner, innerValue] of Object.entries(value as Record<string, unknown>)) entries.push([`${key}${inner}`, innerValue]);
+    } else {
+      entries.push([key, value]);
+    }
+  }
+  return entries;
 }
 
 /** Converts a raw value to the option's kind; strings are parsed explicitly, never coerced. */

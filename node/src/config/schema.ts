@@ -18,7 +18,8 @@ export type OptionGroup =
   | 'Interface'
   | 'Logging'
   | 'Scavenge'
-  | 'Projections';
+  | 'Projections'
+  | 'Licensing';
 
 export interface OptionSpec {
   readonly kind: OptionKind;
@@ -157,6 +158,12 @@ export const NODE_OPTIONS = {
     ),
     secret: true as const,
   },
+  dev: booleanOption(
+    'Application',
+    false,
+    'Development mode: implies --insecure (plain HTTP, logged as a warning); licensed features ' +
+      'such as auto-scavenge refuse to run in it.',
+  ),
   allowAnonymousStreamAccess: booleanOption(
     'Application',
     false,
@@ -357,6 +364,21 @@ export const NODE_OPTIONS = {
     'Stream hashes remembered for collision checks during accumulation.',
     1,
     100_000_000,
+  ),
+  autoScavengeEnabled: booleanOption(
+    'Scavenge',
+    true,
+    'Auto-scavenge (scheduled cluster scavenges; needs a licence key with the AUTO_SCAVENGE ' +
+      'entitlement): on by default when licensed; false turns it off. YAML also as AutoScavenge: {Enabled: false}. ' +
+      'Refused together with --dev or --mem-db.',
+  ),
+  licenseKey: {
+    ...textOption('Licensing', 'Licence key (a signed token with entitlements and an expiry), verified offline at start.'),
+    secret: true as const,
+  },
+  licensePublicKey: textOption(
+    'Licensing',
+    'Ed25519 public key licence keys are verified with (PEM, or base64 of its SPKI DER). Empty: the key the node ships.',
   ),
   runProjections: {
     kind: 'string' as const,

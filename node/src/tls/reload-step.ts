@@ -38,7 +38,7 @@ export function advertisedHostOf(config: NodeConfig): string {
 export function createTlsReloadStep(state: TlsState, options: { files?: TlsFiles; nowMs?: () => number } = {}): ReloadStep {
   return (loaded) => {
     // Switching TLS off is a change of --insecure, which the reloader reports as needing a restart.
-    if (loaded.config.insecure) return undefined;
+    if (loaded.config.insecure || loaded.config.dev) return undefined;
     const material = loadTlsMaterial(tlsSourcesOf(loaded.config), {
       ...(options.files === undefined ? {} : { files: options.files }),
       ...(options.nowMs === undefined ? {} : { nowMs: options.nowMs() }),

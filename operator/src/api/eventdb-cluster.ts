@@ -67,7 +67,7 @@ export const TlsSpec = z
       'mode Secret: a kubernetes.io/tls Secret (tls.crt, tls.key) with the node certificate.',
     ),
     caSecret: LocalObjectReference.optional().describe(
-      'Trusted CAs: every key ending in .crt is trusted (old and new CA during a migration).',
+      'Trusted CAs: every key ending in .crt is trusted (old and new CA during a migration). Absent: with SelfSigned the operator\'s CA, with Secret the ca.crt key of certificateSecret.',
     ),
     reservedNodeCommonName: z
       .string()
@@ -282,7 +282,7 @@ export const EventDBClusterStatus = z.object({
       secretHash: z.string().optional(),
       notAfter: Timestamp.optional(),
       reloadedAt: Timestamp.optional(),
-      servedByNodes: z.boolean().optional().describe('False while the node runs without TLS.'),
+      servedByNodes: z.boolean().optional().describe('True when every running node was started with TLS (false with tls.mode Disabled, or while older pods run without it).'),
     })
     .optional(),
   credentials: z

@@ -24,6 +24,8 @@ export const OPERATOR_MANAGED_OPTIONS: Readonly<Record<string, string>> = {
   db: 'the data directory is the PVC data-<pod> (spec.storage.data)',
   index: 'the index directory is set from spec.storage.index',
   insecure: 'set spec.tls.mode',
+  dev: 'set spec.tls.mode (dev mode implies insecure)',
+  licenseKey: 'a licence key is a secret and does not belong in the resource; the operator does not pass one yet',
   defaultAdminPassword: 'set spec.users.adminPasswordSecret',
   defaultOpsPassword: 'set spec.users.opsPasswordSecret',
   httpIp: 'the node listens on the pod network',

@@ -4,9 +4,20 @@
  * POST /admin/reloadconfig. Answers are parsed with zod; every call has a timeout; a route the
  * node version does not have is reported as `unsupported`, not as a failure.
  *
+ * Nodes serve HTTPS unless the cluster's tls.mode is Disabled: the client then trusts only the
+ * cluster's CA certificates and checks the node certificate's names against the node's DNS name
+ * (never against the address it dials, which is a pod IP or a port-forward on 127.0.0.1).
+ * Every request is a fresh connection (no keep-alive), so the certificate seen is the one the
+ * node serves now, also right after it reloaded its certificates.
+ *
  * How a node is reached (its pod IP from inside the cluster, a port-forward from outside) is
- * the caller's choice: methods take the node's base URL.
+ * the caller's choice: methods take the node's endpoint (base URL and TLS trust).
  */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import tls from 'node:tls';
 import { z } from 'zod';
 
 export const GossipMember = z.looseObject({
@@ -39,93 +50,211 @@ export interface Credentials {
   readonly password: string;
 }
 
+/** How the client verifies a node that serves HTTPS. */
+export interface NodeTrust {
+  /** PEM certificates of the CAs that may sign node certificates (the cluster's CA). */
+  readonly ca: readonly string[];
+  /** The name the node certificate must carry: the node's DNS name, whatever address is dialled. */
+  readonly serverName: string;
+}
+
+/** Where a node answers: `http://` or `https://` base URL, and for https the trust to verify it by. */
+export interface NodeEndpoint {
+  readonly baseUrl: string;
+  readonly tls?: NodeTrust;
+}
+
 export type CommandOutcome = { readonly kind: 'done' } | { readonly kind: 'unsupported' } | { readonly kind: 'refused'; readonly statusCode: number; readonly message: string };
 
-/** A node did not answer, or answered something the client cannot read. */
+/** EDBOP_NODE_UNREACHABLE: no answer or an unreadable one; EDBOP_NODE_TLS_REFUSED: the node's certificate was not accepted. */
+export type NodeClientErrorCode = 'EDBOP_NODE_UNREACHABLE' | 'EDBOP_NODE_TLS_REFUSED';
+
+/** A node did not answer, answered something the client cannot read, or was not trusted. */
 export class NodeClientError extends Error {
-  readonly code = 'EDBOP_NODE_UNREACHABLE';
+  readonly code: NodeClientErrorCode;
   readonly statusCode: number | undefined;
 
-  constructor(message: string, options: { statusCode?: number; cause?: unknown } = {}) {
+  constructor(message: string, options: { statusCode?: number; cause?: unknown; code?: NodeClientErrorCode } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'NodeClientError';
+    this.code = options.code ?? 'EDBOP_NODE_UNREACHABLE';
     this.statusCode = options.statusCode;
   }
 }
 
+export interface NodeRequest {
+  readonly url: URL;
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly tls: NodeTrust | undefined;
+  readonly timeoutMs: number;
+}
+
+export interface NodeResponse {
+  readonly status: number;
+  readonly text: string;
+  /** `sha256:<hex>` of the certificate the node presented on this connection (https only). */
+  readonly certificateFingerprint?: string;
+}
+
+/** Sends one request; the default is node:http / node:https. Tests of pure logic pass a fake. */
+export type NodeTransport = (request: NodeRequest) => Promise<NodeResponse>;
+
 export interface NodeClientOptions {
   /** Per request. Default 5 s. */
   readonly timeoutMs?: number;
-  readonly fetch?: typeof fetch;
+  readonly transport?: NodeTransport;
+}
+
+/** OpenSSL verification codes and Node's name check: the certificate, not the network, failed. */
+const TLS_REFUSAL_CODES = new Set([
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+]);
+
+export function isTlsRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && TLS_REFUSAL_CODES.has(code);
+}
+
+/**
+ * The TLS options of a connection to a node: only the cluster's CAs are trusted (not the
+ * system's), verification is on, SNI and the host-name check use the node's DNS name.
+ */
+export function nodeTlsOptions(trust: NodeTrust): tls.ConnectionOptions {
+  return {
+    ca: [...trust.ca],
+    rejectUnauthorized: true,
+    // SNI carries host names only (RFC 6066); an IP is still checked against the certificate.
+    ...(isIP(trust.serverName) === 0 ? { servername: trust.serverName } : {}),
+    checkServerIdentity: (_host, certificate) => tls.checkServerIdentity(trust.serverName, certificate),
+  };
+}
+
+export const nodeHttpTransport: NodeTransport = (request) =>
+  new Promise<NodeResponse>((resolve, reject) => {
+    const secure = request.url.protocol === 'https:';
+    if (secure && request.tls === undefined) {
+      reject(new Error('an https node endpoint needs the cluster CA to verify the node'));
+      return;
+    }
+    const options: https.RequestOptions = {
+      method: request.method,
+      headers: request.headers,
+      agent: false,
+      ...(secure && request.tls !== undefined ? nodeTlsOptions(request.tls) : {}),
+    };
+    const req = (secure ? https : http).request(request.url, options, (res) => {
+      const peer = secure ? (res.socket as tls.TLSSocket).getPeerX509Certificate?.() : undefined;
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          text: Buffer.concat(chunks).toString('utf8'),
+          ...(peer === undefined ? {} : { certificateFingerprint: `sha256:${createHash('sha256').update(peer.raw).digest('hex')}` }),
+        }),
+      );
+    });
+    // The timeout covers the whole request (connect, handshake, answer), not only idle sockets.
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${request.timeoutMs} ms`)), request.timeoutMs);
+    req.on('close', () => clearTimeout(timer));
+    req.on('error', reject);
+    req.end();
+  });
+
+function endpointOf(target: NodeEndpoint | string): NodeEndpoint {
+  return typeof target === 'string' ? { baseUrl: target } : target;
 }
 
 export class NodeClient {
   readonly #timeoutMs: number;
-  readonly #fetch: typeof fetch;
+  readonly #transport: NodeTransport;
 
   constructor(options: NodeClientOptions = {}) {
     this.#timeoutMs = options.timeoutMs ?? 5000;
-    this.#fetch = options.fetch ?? fetch;
+    this.#transport = options.transport ?? nodeHttpTransport;
   }
 
-  async gossip(baseUrl: string): Promise<Gossip> {
-    return this.#getJson(baseUrl, '/gossip', Gossip);
+  async gossip(target: NodeEndpoint | string): Promise<Gossip> {
+    return (await this.observe(target)).gossip;
   }
 
-  async info(baseUrl: string): Promise<NodeInfo> {
-    return this.#getJson(baseUrl, '/info', NodeInfo);
+  /** The node's gossip and, over https, the certificate it served on that connection. */
+  async observe(target: NodeEndpoint | string): Promise<{ gossip: Gossip; certificateFingerprint?: string }> {
+    const { body, certificateFingerprint } = await this.#getJson(endpointOf(target), '/gossip', Gossip);
+    return certificateFingerprint === undefined ? { gossip: body } : { gossip: body, certificateFingerprint };
+  }
+
+  async info(target: NodeEndpoint | string): Promise<NodeInfo> {
+    return (await this.#getJson(endpointOf(target), '/info', NodeInfo)).body;
   }
 
   /** True when the node answers its liveness endpoint with 2xx. */
-  async live(baseUrl: string): Promise<boolean> {
+  async live(target: NodeEndpoint | string): Promise<boolean> {
     try {
-      const response = await this.#request(baseUrl, '/health/live', { method: 'GET' });
-      await response.arrayBuffer();
-      return response.ok;
+      const response = await this.#request(endpointOf(target), '/health/live', 'GET', {});
+      return response.status >= 200 && response.status < 300;
     } catch {
       return false;
     }
   }
 
   /** Asks the leader to step down; a new election follows. */
-  async resign(baseUrl: string, credentials: Credentials): Promise<CommandOutcome> {
-    return this.#command(baseUrl, '/admin/node/resign', credentials);
+  async resign(target: NodeEndpoint | string, credentials: Credentials): Promise<CommandOutcome> {
+    return this.#command(endpointOf(target), '/admin/node/resign', credentials);
   }
 
   /** Asks the node to reload its configuration and certificates. */
-  async reloadConfig(baseUrl: string, credentials: Credentials): Promise<CommandOutcome> {
-    return this.#command(baseUrl, '/admin/reloadconfig', credentials);
+  async reloadConfig(target: NodeEndpoint | string, credentials: Credentials): Promise<CommandOutcome> {
+    return this.#command(endpointOf(target), '/admin/reloadconfig', credentials);
   }
 
-  async #command(baseUrl: string, path: string, credentials: Credentials): Promise<CommandOutcome> {
+  async #command(endpoint: NodeEndpoint, path: string, credentials: Credentials): Promise<CommandOutcome> {
     const authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
-    const response = await this.#request(baseUrl, path, { method: 'POST', headers: { authorization } });
-    const text = await response.text();
-    if (response.ok) return { kind: 'done' };
+    const response = await this.#request(endpoint, path, 'POST', { authorization });
+    if (response.status >= 200 && response.status < 300) return { kind: 'done' };
     if (response.status === 404 || response.status === 405) return { kind: 'unsupported' };
-    return { kind: 'refused', statusCode: response.status, message: text.slice(0, 500) };
+    return { kind: 'refused', statusCode: response.status, message: response.text.slice(0, 500) };
   }
 
-  async #getJson<T>(baseUrl: string, path: string, schema: z.ZodType<T>): Promise<T> {
-    const response = await this.#request(baseUrl, path, { method: 'GET', headers: { accept: 'application/json' } });
-    const text = await response.text();
-    if (!response.ok) throw new NodeClientError(`GET ${path} on ${baseUrl}: ${response.status}`, { statusCode: response.status });
+  async #getJson<T>(endpoint: NodeEndpoint, path: string, schema: z.ZodType<T>): Promise<{ body: T; certificateFingerprint?: string }> {
+    const response = await this.#request(endpoint, path, 'GET', { accept: 'application/json' });
+    const where = `GET ${path} on ${endpoint.baseUrl}`;
+    if (response.status < 200 || response.status >= 300) throw new NodeClientError(`${where}: ${response.status}`, { statusCode: response.status });
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(response.text);
     } catch (err: unknown) {
-      throw new NodeClientError(`GET ${path} on ${baseUrl}: not JSON`, { cause: err });
+      throw new NodeClientError(`${where}: not JSON`, { cause: err });
     }
     const parsed = schema.safeParse(body);
-    if (!parsed.success) throw new NodeClientError(`GET ${path} on ${baseUrl}: unexpected answer: ${parsed.error.message}`);
-    return parsed.data;
+    if (!parsed.success) throw new NodeClientError(`${where}: unexpected answer: ${parsed.error.message}`);
+    return response.certificateFingerprint === undefined ? { body: parsed.data } : { body: parsed.data, certificateFingerprint: response.certificateFingerprint };
   }
 
-  async #request(baseUrl: string, path: string, init: RequestInit): Promise<Response> {
+  async #request(endpoint: NodeEndpoint, path: string, method: 'GET' | 'POST', headers: Record<string, string>): Promise<NodeResponse> {
     try {
-      return await this.#fetch(new URL(path, baseUrl), { ...init, signal: AbortSignal.timeout(this.#timeoutMs) });
+      return await this.#transport({ url: new URL(path, endpoint.baseUrl), method, headers, tls: endpoint.tls, timeoutMs: this.#timeoutMs });
     } catch (err: unknown) {
-      throw new NodeClientError(`${init.method ?? 'GET'} ${path} on ${baseUrl}: ${(err as Error).message}`, { cause: err });
+      const refused = isTlsRefusal(err);
+      const as = endpoint.tls === undefined ? '' : ` (as ${endpoint.tls.serverName})`;
+      throw new NodeClientError(
+        `${method} ${path} on ${endpoint.baseUrl}${as}: ${refused ? 'node certificate refused: ' : ''}${(err as Error).message}`,
+        { cause: err, code: refused ? 'EDBOP_NODE_TLS_REFUSED' : 'EDBOP_NODE_UNREACHABLE' },
+      );
     }
   }
 }

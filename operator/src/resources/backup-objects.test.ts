@@ -58,6 +58,21 @@ describe('backup objects', () => {
     expect(env).toMatchObject({ BACKUP_PATH: 'orders/2026-11-24T02:00:00Z', PREVIOUS_PATH: 'orders/2026-11-23T02:00:00Z', SOURCE_INDEX: '/source/index', NODE_URL: 'http://orders-1.orders-headless.shop.svc:2113' });
   });
 
+  it('reaches a node that serves https by its pod DNS name, trusting the cluster CA only', () => {
+    const job = buildFileCopyJob({
+      backup, cluster, pod: 'orders-1', separateIndex: false, claimName: 'backups', path: 'orders/x',
+      image: 'eventdb:dev', imagePullPolicy: 'IfNotPresent', opsSecret: { name: 'orders-ops', key: 'password' },
+      caSecretName: 'orders-ca-bundle',
+    }) as unknown as JobShape;
+    const pod = job.spec.template.spec;
+    const env = Object.fromEntries(pod.containers[0]!.env.map((entry) => [entry.name, entry.value]));
+    expect(env['NODE_URL']).toBe('https://orders-1.orders-headless.shop.svc:2113');
+    const caVolume = (pod.volumes as { name: string; secret?: { secretName: string } }[]).find((volume) => volume.secret?.secretName === 'orders-ca-bundle');
+    expect(caVolume).toBeDefined();
+    const mount = (pod.containers[0] as unknown as { volumeMounts: { name: string; mountPath: string }[] }).volumeMounts.find((m) => m.name === caVolume?.name);
+    expect(env['NODE_EXTRA_CA_CERTS']).toBe(`${mount?.mountPath}/ca.crt`);
+  });
+
   it('restores into the new pod\'s PVCs, reading the backup claim read-only', () => {
     const job = buildRestoreJob({ cluster, pod: 'orders-2', separateIndex: false, claimName: 'backups', path: 'orders/x', image: 'eventdb:dev', imagePullPolicy: 'IfNotPresent' }) as unknown as JobShape & { metadata: { name: string } };
     expect(job.metadata.name).toBe('orders-restore-2');

@@ -18,6 +18,7 @@ const BACKUP_MOUNT_PATH = '/backup';
 const SOURCE_DATA_PATH = '/source/data';
 const SOURCE_INDEX_PATH = '/source/index';
 const OPS_PASSWORD_PATH = '/run/eventdb/ops';
+const CA_MOUNT_PATH = '/run/eventdb/ca';
 
 export type HoldMode = 'Stop' | 'Keep';
 
@@ -228,6 +229,11 @@ export function buildFileCopyJob(input: {
   image: string;
   imagePullPolicy: string;
   opsSecret: { name: string; key: string };
+  /**
+   * The Secret whose `ca.crt` signs the node's certificate, when the node serves https: the tool
+   * then reaches it by https and trusts that CA (NODE_EXTRA_CA_CERTS), and nothing else new.
+   */
+  caSecretName?: string;
 }): KubeObject {
   const volumes: unknown[] = [
     { name: 'data', persistentVolumeClaim: { claimName: dataClaimName(input.pod) } },
@@ -243,6 +249,11 @@ export function buildFileCopyJob(input: {
     volumes.push({ name: 'index', persistentVolumeClaim: { claimName: indexClaimName(input.pod) } });
     mounts.push({ name: 'index', mountPath: SOURCE_INDEX_PATH });
   }
+  if (input.caSecretName !== undefined) {
+    volumes.push({ name: 'ca', secret: { secretName: input.caSecretName, items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+    mounts.push({ name: 'ca', mountPath: CA_MOUNT_PATH, readOnly: true });
+  }
+  const scheme = input.caSecretName === undefined ? 'http' : 'https';
   return job({
     name: childName(input.backup.name, 'filecopy'),
     namespace: input.backup.namespace,
@@ -256,7 +267,8 @@ export function buildFileCopyJob(input: {
       ...(input.previousPath === undefined ? {} : { PREVIOUS_PATH: input.previousPath }),
       SOURCE_DB: `${SOURCE_DATA_PATH}/db`,
       SOURCE_INDEX: input.separateIndex ? SOURCE_INDEX_PATH : `${SOURCE_DATA_PATH}/index`,
-      NODE_URL: `http://${podDnsName(input.cluster.name, input.cluster.namespace, input.pod)}:2113`,
+      NODE_URL: `${scheme}://${podDnsName(input.cluster.name, input.cluster.namespace, input.pod)}:2113`,
+      ...(input.caSecretName === undefined ? {} : { NODE_EXTRA_CA_CERTS: `${CA_MOUNT_PATH}/ca.crt` }),
     },
     volumes,
     mounts,

@@ -94,14 +94,48 @@ describe('node configuration file', () => {
     );
   });
 
-  it('runs the node with Insecure while the node cannot serve TLS, whatever tls.mode asks, with the certificates mounted', () => {
-    const p = pod({ tls: { mode: 'SelfSigned' } }) as Json;
-    expect(p['spec'].containers[0].env as Json[]).toContainEqual({ name: 'SERVICE_INSECURE', value: 'true' });
-    expect(p['spec'].containers[0].volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/eventdb/tls', readOnly: true });
+  it('serves TLS by default: certificate options in the environment, no Insecure, HTTPS probes, the certificates mounted', () => {
+    const p = pod() as Json;
+    const container = p['spec'].containers[0];
+    const env = container.env as Json[];
+    expect(env).toEqual(
+      expect.arrayContaining([
+        { name: 'SERVICE_CERTIFICATE_FILE', value: '/etc/eventdb/tls/tls.crt' },
+        { name: 'SERVICE_CERTIFICATE_PRIVATE_KEY_FILE', value: '/etc/eventdb/tls/tls.key' },
+        { name: 'SERVICE_TRUSTED_ROOT_CERTIFICATES_PATH', value: '/etc/eventdb/tls/ca' },
+        { name: 'SERVICE_CERTIFICATE_RESERVED_NODE_COMMON_NAME', value: 'eventdb-node' },
+      ]),
+    );
+    expect(env.some((entry) => entry['name'] === 'SERVICE_INSECURE')).toBe(false);
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+      expect(container[probe].httpGet).toEqual({ path: '/health/live', port: 'http', scheme: 'HTTPS' });
+    }
+    expect(container.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/eventdb/tls', readOnly: true });
     const sources = (p['spec'].volumes as Json[]).find((volume) => volume['name'] === 'tls')?.['projected'].sources as Json[];
     expect(sources.map((source) => source['secret'].name)).toEqual(['orders-node-tls', 'orders-node-tls']);
+    expect(sources[1]?.['secret'].items).toEqual([{ key: 'ca.crt', path: 'ca/ca.crt' }]);
+  });
+
+  it('with tls.mode Secret mounts the user certificate and trusts tls.caSecret, or ca.crt beside the certificate', () => {
+    const sourcesOf = (p: Json): Json[] => (p['spec'].volumes as Json[]).find((volume) => volume['name'] === 'tls')?.['projected'].sources as Json[];
+    const withCa = pod({ tls: { mode: 'Secret', certificateSecret: { name: 'orders-tls' }, caSecret: { name: 'orders-ca-bundle' } } }) as Json;
+    expect(sourcesOf(withCa).map((source) => source['secret'].name)).toEqual(['orders-tls', 'orders-ca-bundle']);
+    const beside = pod({ tls: { mode: 'Secret', certificateSecret: { name: 'orders-tls' } } }) as Json;
+    expect(sourcesOf(beside).map((source) => source['secret'].name)).toEqual(['orders-tls', 'orders-tls']);
+    expect(beside['spec'].containers[0].readinessProbe.httpGet.scheme).toBe('HTTPS');
+  });
+
+  it('with tls.mode Disabled runs the node with Insecure, HTTP probes and no certificates', () => {
     const disabled = pod({ tls: { mode: 'Disabled' } }) as Json;
+    const container = disabled['spec'].containers[0];
+    expect(container.env as Json[]).toContainEqual({ name: 'SERVICE_INSECURE', value: 'true' });
+    expect((container.env as Json[]).some((entry) => String(entry['name']).startsWith('SERVICE_CERTIFICATE'))).toBe(false);
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) expect(container[probe].httpGet.scheme).toBe('HTTP');
     expect((disabled['spec'].volumes as Json[]).some((volume) => volume['name'] === 'tls')).toBe(false);
+    // Switching TLS on or off restarts the nodes: it is part of the revision.
+    expect(podRevision({ cluster, spec: spec({ tls: { mode: 'Disabled' } }), nodeKind: 'quorum', configFile: '', restartedAt: '' })).not.toBe(
+      podRevision({ cluster, spec: spec(), nodeKind: 'quorum', configFile: '', restartedAt: '' }),
+    );
   });
 
   it('is written to the ConfigMap <cluster>-config', () => {

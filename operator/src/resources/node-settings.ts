@@ -14,7 +14,7 @@ import type { OptionName } from '../../../node/src/config/schema.js';
 import { NODE_HTTP_PORT } from '../api/group.js';
 import { nodeHasOption } from '../api/node-configuration.js';
 import type { EffectiveSpec } from './effective-spec.js';
-import { podDnsName, podName } from './names.js';
+import { nodeTlsSecretName, podDnsName, podName } from './names.js';
 
 /**
  * The data PVC. Not the image's /var/lib/eventdb: the image declares its db and index folders
@@ -40,13 +40,23 @@ export function nodeSupportsClustering(): boolean {
 }
 
 /**
- * True when nodes can be run with TLS. The node serves TLS from certificate files now, but this
- * operator's probes, admin client (gossip, resign) and port-forwards still speak plain HTTP, so
- * nodes run with Insecure until they speak HTTPS with the cluster's CA (issue 17/22 follow-up).
+ * True when this node version has the certificate options. The operator speaks HTTPS to nodes
+ * (node client, port-forwards) and its probes use the https scheme, so a node that has them
+ * serves TLS unless tls.mode is Disabled.
  */
 export function nodeSupportsTls(): boolean {
-  const operatorSpeaksHttps = false;
-  return operatorSpeaksHttps && has('certificateFile') && has('certificatePrivateKeyFile') && has('trustedRootCertificatesPath');
+  return has('certificateFile') && has('certificatePrivateKeyFile') && has('trustedRootCertificatesPath');
+}
+
+/**
+ * The Secret whose `ca.crt` the nodes trust as their root (mounted at TLS_MOUNT_PATH/ca):
+ * tls.caSecret when given; else with SelfSigned the node certificate's Secret (the operator puts
+ * its CA there), with Secret the certificate Secret (`ca.crt` as cert-manager writes it).
+ */
+export function trustedCaSecretName(clusterName: string, spec: EffectiveSpec): string | undefined {
+  if (spec.tls.mode === 'Disabled') return undefined;
+  if (spec.tls.caSecret !== undefined) return spec.tls.caSecret;
+  return spec.tls.mode === 'SelfSigned' ? nodeTlsSecretName(clusterName) : spec.tls.certificateSecret;
 }
 
 /** Whether nodes run with TLS: asked for by the spec, and possible with this node version. */

@@ -12,6 +12,7 @@ import {
   LABEL_POD,
   NODE_HTTP_PORT,
 } from '../api/group.js';
+import { envName } from '../../../node/src/config/option-names.js';
 import type { KubeObject } from '../runtime/kube-api.js';
 import type { EffectiveSpec } from './effective-spec.js';
 import { clusterSelector, commonLabels, ownerReference, type ClusterIdentity } from './labels.js';
@@ -25,6 +26,7 @@ import {
   has,
   nodeEnvironment,
   nodesServeTls,
+  trustedCaSecretName,
 } from './node-settings.js';
 import { hashOf } from './revision.js';
 
@@ -86,9 +88,13 @@ export function podRevision(input: Omit<PodInput, 'pod' | 'clusterSize'>): strin
   );
 }
 
-function probe(periodSeconds: number, failureThreshold: number): Record<string, unknown> {
+/**
+ * Probes on the node's anonymous /health/live. Over https the kubelet does not verify the
+ * certificate (and presents none; the node asks for one but never requires it).
+ */
+function probe(scheme: 'HTTP' | 'HTTPS', periodSeconds: number, failureThreshold: number): Record<string, unknown> {
   return {
-    httpGet: { path: '/health/live', port: 'http', scheme: 'HTTP' },
+    httpGet: { path: '/health/live', port: 'http', scheme },
     periodSeconds,
     timeoutSeconds: 5,
     failureThreshold,
@@ -124,12 +130,11 @@ function volumes(input: PodInput): { volumes: unknown[]; mounts: unknown[] } {
     list.push({ name: 'index', persistentVolumeClaim: { claimName: indexClaimName(input.pod) } });
     mounts.push({ name: 'index', mountPath: INDEX_MOUNT_PATH });
   }
-  // The certificates are mounted whenever TLS is asked for, even while the node cannot serve
-  // them yet (it then runs with Insecure, and status says so).
+  // The certificates are mounted whenever TLS is asked for.
   if (input.spec.tls.mode !== 'Disabled') {
     const secret = input.spec.tls.certificateSecret ?? nodeTlsSecretName(input.cluster.name);
     const sources: unknown[] = [{ secret: { name: secret, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } }];
-    const caSecret = input.spec.tls.caSecret ?? (input.spec.tls.mode === 'SelfSigned' ? nodeTlsSecretName(input.cluster.name) : undefined);
+    const caSecret = trustedCaSecretName(input.cluster.name, input.spec);
     if (caSecret !== undefined) sources.push({ secret: { name: caSecret, items: [{ key: 'ca.crt', path: 'ca/ca.crt' }] } });
     list.push({ name: 'tls', projected: { sources } });
     mounts.push({ name: 'tls', mountPath: TLS_MOUNT_PATH, readOnly: true });
@@ -143,6 +148,7 @@ export function buildPod(input: PodInput): KubeObject {
   const ports: unknown[] = [{ name: 'http', containerPort: NODE_HTTP_PORT, protocol: 'TCP' }];
   if (has('replicationPort')) ports.push({ name: 'replication', containerPort: NODE_REPLICATION_PORT, protocol: 'TCP' });
   const template = spec.podTemplate;
+  const scheme = nodesServeTls(spec) ? 'HTTPS' : 'HTTP';
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -185,9 +191,9 @@ export function buildPod(input: PodInput): KubeObject {
           }),
           ports,
           resources: spec.resources,
-          startupProbe: probe(5, 120),
-          readinessProbe: probe(5, 3),
-          livenessProbe: probe(10, 6),
+          startupProbe: probe(scheme, 5, 120),
+          readinessProbe: probe(scheme, 5, 3),
+          livenessProbe: probe(scheme, 10, 6),
           volumeMounts: mounts,
           securityContext: {
             allowPrivilegeEscalation: false,
@@ -204,4 +210,24 @@ export function buildPod(input: PodInput): KubeObject {
       ...(template.priorityClassName === undefined ? {} : { priorityClassName: template.priorityClassName }),
     },
   };
+}
+
+/** Env entries of a container, as a pod object carries them. */
+export type ContainerEnv = readonly { readonly name: string; readonly value?: string }[];
+
+/**
+ * Whether a node container serves https, from its own env (started with certificate options and
+ * not Insecure): what the running pod does, which may trail the spec during a change of tls.mode.
+ */
+export function containerServesTls(env: ContainerEnv): boolean {
+  return (
+    env.some((variable) => variable.name === envName('certificateFile')) &&
+    !env.some((variable) => variable.name === envName('insecure') && variable.value === 'true')
+  );
+}
+
+/** The `eventdb` container's env of a pod object. */
+export function nodeContainerEnv(pod: KubeObject): ContainerEnv {
+  const containers = (pod['spec'] as { containers?: { name: string; env?: ContainerEnv }[] } | undefined)?.containers ?? [];
+  return containers.find((container) => container.name === 'eventdb')?.env ?? [];
 }

@@ -30,7 +30,7 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
 
   async function probe(ns: string, stream: string, n: number): Promise<{ written: number; reads: Record<string, unknown> }> {
     const password = await secretValue(ns, 'orders-admin', 'password');
-    const script = writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls: ['http://orders:2113'], stream, n });
+    const script = writeThenReadScript({ writeUrl: 'https://orders-leader:2113', readUrls: ['https://orders:2113'], stream, n });
     return lastJsonLine(await runInCluster(ns, `probe-${stream}-${n}`, script, { EVENTDB_PASSWORD: password }));
   }
 

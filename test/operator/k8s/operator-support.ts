@@ -181,11 +181,25 @@ export async function clusterPods(namespace: string, cluster: string): Promise<P
  * Runs `script` (Node.js, with global fetch) in a pod of the node image inside the cluster, with
  * the admin credentials in EVENTDB_AUTH, and returns its log. The pod is removed afterwards.
  */
-export async function runInCluster(namespace: string, name: string, script: string, env: Record<string, string> = {}, timeoutMs = 300_000): Promise<string> {
-  const { pod, log } = await runScriptPod(namespace, name, script, env, { timeoutMs });
+export async function runInCluster(namespace: string, name: string, script: string, env: Record<string, string> = {}, timeoutMs = 300_000, cluster = 'orders'): Promise<string> {
+  const trust = trustClusterCa(cluster);
+  const { pod, log } = await runScriptPod(namespace, name, script, { ...env, ...trust.env }, { timeoutMs, volumes: trust.volumes, volumeMounts: trust.volumeMounts });
   await api().call('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0 }, { ok: [404] });
   if (pod.status?.phase !== 'Succeeded') throw new Error(`script pod ${name} failed:\n${log}`);
   return log;
+}
+
+/**
+ * What a script pod needs to speak https to the nodes of `cluster`: its CA (`ca.crt` of the
+ * operator's `<cluster>-node-tls` Secret, optional so a cluster without TLS still works) added
+ * to Node's trusted roots, which the global fetch uses.
+ */
+export function trustClusterCa(cluster: string): { env: Record<string, string>; volumes: unknown[]; volumeMounts: unknown[] } {
+  return {
+    env: { NODE_EXTRA_CA_CERTS: '/etc/eventdb-ca/ca.crt' },
+    volumes: [{ name: 'cluster-ca', secret: { secretName: `${cluster}-node-tls`, optional: true, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }],
+    volumeMounts: [{ name: 'cluster-ca', mountPath: '/etc/eventdb-ca', readOnly: true }],
+  };
 }
 
 /** Tags the node image under another name and loads it into the kind cluster (an "image change"). */
@@ -281,7 +295,8 @@ export interface WritersSummary {
  * `maxDurationMs`). A failed attempt is retried with the same event id. Then it reads every
  * acknowledged event back through each of `readUrls` and prints a WritersSummary.
  */
-export async function startWriters(namespace: string, options: { name: string; writeUrl: string; readUrls: string[]; writers: number; password: string; maxDurationMs?: number }): Promise<{ stop(): Promise<WritersSummary> }> {
+export async function startWriters(namespace: string, options: { name: string; writeUrl: string; readUrls: string[]; writers: number; password: string; maxDurationMs?: number; cluster?: string }): Promise<{ stop(): Promise<WritersSummary> }> {
+  const trust = trustClusterCa(options.cluster ?? 'orders');
   const script = `
 const fs = require('node:fs');
 const options = ${JSON.stringify({ ...options, password: undefined, maxDurationMs: options.maxDurationMs ?? 900_000 })};
@@ -353,7 +368,17 @@ async function readBack(url) {
     spec: {
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'writers', image: ctx().image, imagePullPolicy: 'IfNotPresent', command: ['node', '-e', script], env: [{ name: 'EVENTDB_PASSWORD', value: options.password }] }],
+      containers: [
+        {
+          name: 'writers',
+          image: ctx().image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['node', '-e', script],
+          env: [{ name: 'EVENTDB_PASSWORD', value: options.password }, ...Object.entries(trust.env).map(([name, value]) => ({ name, value }))],
+          volumeMounts: trust.volumeMounts,
+        },
+      ],
+      volumes: trust.volumes,
     },
   });
   await waitFor(`writers pod ${options.name} running`, async () => (await api().get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${namespace}/pods/${options.name}`))?.status?.phase === 'Running', 120_000);

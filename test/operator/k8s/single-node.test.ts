@@ -1,6 +1,7 @@
 // A one-node EventDBCluster on the kind cluster, with the operator as a local process (the fast
-// loop: it reaches the node through port-forwards). The same operator runs in the cluster from
+// loop: it reaches the node through port-forwards, over https). The same operator runs in the cluster from
 // its image in in-cluster.test.ts.
+import { createHash, X509Certificate } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, ctx, deleteNamespace, kubectl, sleep, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
@@ -36,8 +37,8 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     const ns = namespace();
     const password = await secretValue(ns, 'orders-admin', 'password');
     const script = writeThenReadScript({
-      writeUrl: 'http://orders-leader:2113',
-      readUrls: ['http://orders:2113', `http://orders-0.orders-headless.${ns}.svc:2113`],
+      writeUrl: 'https://orders-leader:2113',
+      readUrls: ['https://orders:2113', `https://orders-0.orders-headless.${ns}.svc:2113`],
       stream,
       n,
     });
@@ -51,6 +52,10 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     const cluster = await waitClusterReady(ns, 'orders');
     expect(cluster.status).toMatchObject({ phase: 'Ready', replicas: 1, readyReplicas: 1, leader: 'orders-0', image: ctx().image });
     expect(cluster.status?.members?.[0]).toMatchObject({ pod: 'orders-0', role: 'Leader', alive: true });
+    // Through the port-forward, over https verified under the pod's name: the certificate of the Secret.
+    const certificate = new X509Certificate(await secretValue(ns, 'orders-node-tls', 'tls.crt'));
+    expect(cluster.status?.members?.[0]?.certificateFingerprint).toBe(`sha256:${createHash('sha256').update(certificate.raw).digest('hex')}`);
+    expect(cluster.status?.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True' });
     const row = kubectl(['get', 'edb', 'orders', '-n', ns, '--no-headers']).stdout.trim().split(/\s+/);
     expect(row.slice(0, 6)).toEqual(['orders', '1', '1', 'orders-0', 'Ready', ctx().image]);
     expect((await clusterPods(ns, 'orders'))[0]?.role).toBe('leader');
@@ -92,8 +97,8 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     const before = await clusterPods(ns, 'orders');
     const writers = await startWriters(ns, {
       name: 'writers',
-      writeUrl: 'http://orders-leader:2113',
-      readUrls: ['http://orders:2113', `http://orders-0.orders-headless.${ns}.svc:2113`],
+      writeUrl: 'https://orders-leader:2113',
+      readUrls: ['https://orders:2113', `https://orders-0.orders-headless.${ns}.svc:2113`],
       writers: 16,
       password: await secretValue(ns, 'orders-admin', 'password'),
     });
@@ -113,7 +118,7 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     expect((await getCluster(ns, 'orders'))?.status?.image).toBe(newImage);
     expect(after.status?.lastOperation).toMatchObject({ kind: 'RollingUpdate', result: 'Succeeded' });
     expect(summary.acked).toBeGreaterThan(100);
-    expect(summary.missing).toEqual({ 'http://orders:2113': 0, [`http://orders-0.orders-headless.${ns}.svc:2113`]: 0 });
+    expect(summary.missing).toEqual({ 'https://orders:2113': 0, [`https://orders-0.orders-headless.${ns}.svc:2113`]: 0 });
     process.stdout.write(`[single-node rollout] acked ${summary.acked} writes, ${summary.failedAttempts} failed attempts, longest gap ${summary.maxGapMs} ms\n`);
   });
 

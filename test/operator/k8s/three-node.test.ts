@@ -1,8 +1,9 @@
 // A three-node EventDBCluster with the operator in the cluster from its image (two replicas):
-// Ready with one leader; a write through <cluster>-leader readable through every pod; an image
+// Ready with one leader, every node serving TLS with the operator's certificate; a write through <cluster>-leader readable through every pod; an image
 // and configuration change with 16 writers (followers one at a time, then the leader after it
 // resigned; no acknowledged write lost); scaling 3 -> 5 -> 3 -> 1 -> 3 with the acting operator
 // killed mid-scale. Nothing here is skipped when the nodes do not form a cluster: the tests fail.
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, createNamespace, ctx, deleteNamespace, kubectl, sleep, waitFor } from '../../k8s/helpers.js';
 import {
@@ -56,9 +57,14 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     expect(pods.filter((pod) => pod.role === 'follower')).toHaveLength(2);
     const row = kubectl(['get', 'edb', 'orders', '-n', ns, '--no-headers']).stdout.trim().split(/\s+/);
     expect(row.slice(0, 5)).toEqual(['orders', '3', '3', cluster.status?.leader ?? '', 'Ready']);
+    // TLS by default: every node serves the certificate of the operator's Secret, and says so.
+    const served = `sha256:${crypto.createHash('sha256').update(new crypto.X509Certificate(await secretValue(ns, 'orders-node-tls', 'tls.crt')).raw).digest('hex')}`;
+    expect(cluster.status?.members?.map((member) => member.certificateFingerprint)).toEqual([served, served, served]);
+    expect(cluster.status?.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CurrentCertificateServed' });
+    expect(cluster.status?.certificates).toMatchObject({ servedByNodes: true });
     const password = await secretValue(ns, 'orders-admin', 'password');
-    const readUrls = pods.map((pod) => `http://${pod.name}.orders-headless.${ns}.svc:2113`);
-    const script = writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls, stream: 'everywhere', n: 42 });
+    const readUrls = pods.map((pod) => `https://${pod.name}.orders-headless.${ns}.svc:2113`);
+    const script = writeThenReadScript({ writeUrl: 'https://orders-leader:2113', readUrls, stream: 'everywhere', n: 42 });
     const result = lastJsonLine<{ written: number; reads: Record<string, unknown> }>(await runInCluster(ns, 'probe-everywhere', script, { EVENTDB_PASSWORD: password }));
     expect(result.written).toBe(201);
     expect(Object.values(result.reads)).toEqual([{ n: 42 }, { n: 42 }, { n: 42 }]);
@@ -71,8 +77,8 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     const pods = await clusterPods(ns, 'orders');
     const writers = await startWriters(ns, {
       name: 'writers-rollout',
-      writeUrl: 'http://orders-leader:2113',
-      readUrls: pods.map((pod) => `http://${pod.name}.orders-headless.${ns}.svc:2113`),
+      writeUrl: 'https://orders-leader:2113',
+      readUrls: pods.map((pod) => `https://${pod.name}.orders-headless.${ns}.svc:2113`),
       writers: 16,
       password: await secretValue(ns, 'orders-admin', 'password'),
     });
@@ -117,8 +123,8 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     return secretValue(ns, 'orders-admin', 'password').then((password) =>
       startWriters(ns, {
         name,
-        writeUrl: 'http://orders-leader:2113',
-        readUrls: ['http://orders-0.orders-headless.' + ns + '.svc:2113', 'http://orders:2113'],
+        writeUrl: 'https://orders-leader:2113',
+        readUrls: ['https://orders-0.orders-headless.' + ns + '.svc:2113', 'https://orders:2113'],
         writers: 16,
         password,
       }),
@@ -161,7 +167,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
   it('scales 3 -> 1 -> 3 keeping every acknowledged write', async () => {
     await waitClusterReady(ns, 'orders', 120_000);
     const password = await secretValue(ns, 'orders-admin', 'password');
-    const written = lastJsonLine<{ written: number }>(await runInCluster(ns, 'probe-before-one', writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls: [], stream: 'through-one', n: 1 }), { EVENTDB_PASSWORD: password }));
+    const written = lastJsonLine<{ written: number }>(await runInCluster(ns, 'probe-before-one', writeThenReadScript({ writeUrl: 'https://orders-leader:2113', readUrls: [], stream: 'through-one', n: 1 }), { EVENTDB_PASSWORD: password }));
     expect(written.written).toBe(201);
     expect(kubectl(['scale', 'edb/orders', '-n', ns, '--replicas=1']).status).toBe(0);
     await waitFor('the scale to start', async () => (await getCluster(ns, 'orders'))?.status?.operation !== undefined, 120_000, 500);
@@ -171,7 +177,7 @@ describe.skipIf(ctx().skipReason !== '')('a three-node EventDBCluster, operator 
     await waitFor('the scale to start', async () => (await getCluster(ns, 'orders'))?.status?.operation !== undefined, 120_000, 500);
     await waitClusterReady(ns, 'orders', 900_000);
     const pods = await clusterPods(ns, 'orders');
-    const script = writeThenReadScript({ writeUrl: 'http://orders-leader:2113', readUrls: pods.map((pod) => `http://${pod.name}.orders-headless.${ns}.svc:2113`), stream: 'through-one', n: 2 });
+    const script = writeThenReadScript({ writeUrl: 'https://orders-leader:2113', readUrls: pods.map((pod) => `https://${pod.name}.orders-headless.${ns}.svc:2113`), stream: 'through-one', n: 2 });
     const after = lastJsonLine<{ reads: Record<string, unknown> }>(await runInCluster(ns, 'probe-after-one', script, { EVENTDB_PASSWORD: password }));
     expect(Object.values(after.reads)).toEqual([{ n: 1 }, { n: 1 }, { n: 1 }]);
   });

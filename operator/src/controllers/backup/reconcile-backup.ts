@@ -41,6 +41,8 @@ import {
 } from '../../resources/backup-objects.js';
 import { effectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
 import { indexClaimName } from '../../resources/names.js';
+import { trustedCaSecretName } from '../../resources/node-settings.js';
+import { containerServesTls, nodeContainerEnv } from '../../resources/pod.js';
 import { canonicalJson } from '../../resources/revision.js';
 import { backupView, chooseSource, clusterAvailability, previousFileCopy, retention, type BackupView } from './backup-plan.js';
 
@@ -452,6 +454,9 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
     const cluster = state.cluster as KubeObject;
     const check = effectiveSpec(cluster.metadata.name ?? '', cluster['spec'], state.deps.defaults);
     if (!check.ok) return fail(state, 'InvalidClusterSpec', `cluster ${spec.cluster.name}: ${check.issues.join('; ')}`);
+    // The node serves https when its pod was started with certificate options (not the spec:
+    // a change of tls.mode may not have reached this pod yet).
+    const caSecretName = containerServesTls(nodeContainerEnv(pod)) ? trustedCaSecretName(cluster.metadata.name ?? '', check.spec) : undefined;
     const base = state.status.differentialFrom === undefined ? undefined : siblings(state).find((b) => b.name === state.status.differentialFrom);
     const job = buildFileCopyJob({
       backup: state.identity,
@@ -465,6 +470,7 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
       image: check.spec.image,
       imagePullPolicy: check.spec.imagePullPolicy,
       opsSecret: { name: check.spec.users.ops.name, key: check.spec.users.ops.key },
+      ...(caSecretName === undefined ? {} : { caSecretName }),
     });
     existing = await createIgnoringExists(state.deps.api, JOBS, job);
     state.status = { ...state.status, sourceNode: nodeName };

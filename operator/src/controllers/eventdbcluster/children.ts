@@ -11,6 +11,7 @@ import { PVCS, SECRETS } from '../../runtime/resource-types.js';
 import type { EffectiveSpec } from '../../resources/effective-spec.js';
 import type { ClusterIdentity } from '../../resources/labels.js';
 import { caSecretName, nodeTlsSecretName } from '../../resources/names.js';
+import { trustedCaSecretName } from '../../resources/node-settings.js';
 import { hashOf } from '../../resources/revision.js';
 import {
   buildCaSecret,
@@ -98,6 +99,8 @@ export interface TlsOutcome {
   readonly missing: string[];
   readonly events: { reason: string; note: string }[];
   readonly certificates?: { secretHash: string; notAfter: string };
+  /** `sha256:<hex>` of the node certificate in the Secret: what every node should serve. */
+  readonly fingerprint?: string;
 }
 
 /** With tls.mode SelfSigned: the CA (once) and a node certificate it signs, renewed when needed. */
@@ -114,7 +117,8 @@ export async function ensureTlsSecrets(
     const secret = await api.get(SECRETS, cluster.namespace, name);
     const certificate = decodeSecretValue(secret, 'tls.crt');
     if (certificate === undefined || decodeSecretValue(secret, 'tls.key') === undefined) return { missing: [`${name} (tls.crt, tls.key)`], events: [] };
-    return { missing: [], events: [], certificates: describeCertificate(certificate) };
+    const caMissing = await missingCa(api, cluster.namespace, spec);
+    return { missing: caMissing === undefined ? [] : [caMissing], events: [], ...describeCertificate(certificate) };
   }
   const events: { reason: string; note: string }[] = [];
   let caSecret = await api.get(SECRETS, cluster.namespace, caSecretName(cluster.name));
@@ -132,17 +136,66 @@ export async function ensureTlsSecrets(
     await api.apply(SECRETS, secret, { force: true });
     log.info({ secret: nodeTlsSecretName(cluster.name), why: problem }, 'node certificate issued');
     events.push({ reason: 'NodeCertificateIssued', note: `issued the node certificate in Secret ${nodeTlsSecretName(cluster.name)} (${problem})` });
-    return { missing: [], events, certificates: describeCertificate(decodeSecretValue(secret, 'tls.crt') ?? '') };
+    return { missing: [], events, ...describeCertificate(decodeSecretValue(secret, 'tls.crt') ?? '') };
   }
-  return { missing: [], events, certificates: describeCertificate(current ?? '') };
+  return { missing: [], events, ...describeCertificate(current ?? '') };
 }
 
-function describeCertificate(pem: string): { secretHash: string; notAfter: string } {
+/** With tls.mode Secret: the trusted CA the nodes mount (tls.caSecret, or ca.crt beside the certificate). */
+async function missingCa(api: KubeApi, namespace: string, spec: EffectiveSpec): Promise<string | undefined> {
+  const name = trustedCaSecretName('', spec) ?? '';
+  if (decodeSecretValue(await api.get(SECRETS, namespace, name), 'ca.crt') !== undefined) return undefined;
+  return spec.tls.caSecret === undefined ? `${name} (ca.crt, or name the CA's Secret in spec.tls.caSecret)` : `${name} (ca.crt)`;
+}
+
+/** The CA certificates (PEM) of every `.crt` key of a Secret. */
+function crtValues(secret: KubeObject | undefined): string[] {
+  const data = (secret?.['data'] ?? {}) as Record<string, string>;
+  return Object.keys(data)
+    .filter((key) => key.endsWith('.crt'))
+    .sort()
+    .map((key) => decodeSecretValue(secret, key) ?? '')
+    .filter((pem) => pem.includes('BEGIN CERTIFICATE'));
+}
+
+/**
+ * The CAs the operator trusts when it speaks HTTPS to the nodes: with SelfSigned the CA it made
+ * (`<cluster>-ca`), with Secret the CA Secret's certificates (every key ending in .crt, so an old
+ * and a new CA during a migration) or `ca.crt` beside the node certificate; plus, with
+ * SelfSigned, tls.caSecret's certificates when one is named. Undefined (and why) when there is
+ * none to read: the nodes are then reported unreachable rather than trusted blindly.
+ */
+export async function nodeTrustCertificates(
+  api: KubeApi,
+  cluster: ClusterIdentity,
+  spec: EffectiveSpec,
+): Promise<{ ca: string[] } | { problem: string }> {
+  const ca: string[] = [];
+  if (spec.tls.mode === 'SelfSigned') {
+    const pem = decodeSecretValue(await api.get(SECRETS, cluster.namespace, caSecretName(cluster.name)), 'ca.crt');
+    if (pem !== undefined) ca.push(pem);
+  }
+  if (spec.tls.caSecret !== undefined) {
+    ca.push(...crtValues(await api.get(SECRETS, cluster.namespace, spec.tls.caSecret)));
+  } else if (spec.tls.mode === 'Secret') {
+    const pem = decodeSecretValue(await api.get(SECRETS, cluster.namespace, spec.tls.certificateSecret ?? ''), 'ca.crt');
+    if (pem !== undefined) ca.push(pem);
+  }
+  if (ca.length > 0) return { ca };
+  const where = spec.tls.mode === 'SelfSigned' ? caSecretName(cluster.name) : (trustedCaSecretName(cluster.name, spec) ?? '');
+  return { problem: `no CA certificate to verify the nodes with in Secret ${where}` };
+}
+
+function describeCertificate(pem: string): Pick<TlsOutcome, 'certificates' | 'fingerprint'> {
   const secretHash = `sha256:${createHash('sha256').update(pem).digest('hex').slice(0, 16)}`;
   try {
-    return { secretHash, notAfter: new Date(new X509Certificate(pem).validTo).toISOString() };
+    const certificate = new X509Certificate(pem);
+    return {
+      certificates: { secretHash, notAfter: new Date(certificate.validTo).toISOString() },
+      fingerprint: `sha256:${createHash('sha256').update(certificate.raw).digest('hex')}`,
+    };
   } catch {
-    return { secretHash, notAfter: '' };
+    return { certificates: { secretHash, notAfter: '' } };
   }
 }
 

@@ -5,7 +5,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
-import { NodeClient } from '../../node-client/node-client.js';
+import { NodeClient, type NodeRequest, type NodeTransport } from '../../node-client/node-client.js';
+import { decodeSecretValue } from '../../resources/secrets.js';
+import { certificateFingerprint } from '../../resources/tls/certificate.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import { ManualClock } from '../../runtime/clock.js';
 import type { EventInput } from '../../runtime/events.js';
@@ -45,6 +47,9 @@ class Harness {
   readonly events: EventInput[] = [];
   /** Gossip state each pod reports, by pod name. */
   readonly gossip = new Map<string, string>();
+  /** A certificate (PEM) a pod serves instead of the Secret's. */
+  readonly servedCertificate = new Map<string, string>();
+  readonly requests: NodeRequest[] = [];
   readonly informers: Informer[] = [];
   deps!: ClusterControllerDeps;
 
@@ -55,19 +60,27 @@ class Harness {
     this.informers.push(clusters, pods);
     for (const informer of this.informers) informer.start();
     await Promise.all(this.informers.map((informer) => informer.waitForSync()));
-    const access: NodeAccess = { baseUrl: async (_namespace, pod) => (pod.ip === undefined ? undefined : `http://${pod.name}.test`), close: async () => undefined };
-    const fakeFetch = (async (url: URL | string) => {
-      const pod = new URL(String(url)).hostname.replace(/\.test$/, '');
+    const access: NodeAccess = {
+      baseUrl: async (_namespace, pod, scheme) => (pod.ip === undefined ? undefined : `${scheme}://${pod.name}.test`),
+      close: async () => undefined,
+    };
+    const transport: NodeTransport = async (request) => {
+      this.requests.push(request);
+      const pod = request.url.hostname.replace(/\.test$/, '');
       const state = this.gossip.get(pod);
       if (state === undefined) throw new Error('connection refused');
       const member = { instanceId: pod, state, isAlive: true, httpEndPointIp: '0.0.0.0', httpEndPointPort: 2113, writerCheckpoint: 100 };
-      return new Response(JSON.stringify({ members: [member] }), { status: 200 });
-    }) as typeof fetch;
+      const text = JSON.stringify({ members: [member] });
+      if (request.url.protocol !== 'https:') return { status: 200, text };
+      // The node serves what it loaded: the Secret's certificate unless told otherwise.
+      const served = this.servedCertificate.get(pod) ?? decodeSecretValue(this.api.objects(SECRETS).find((secret) => secret.metadata.name === 'orders-node-tls'), 'tls.crt') ?? '';
+      return { status: 200, text, certificateFingerprint: certificateFingerprint(served) };
+    };
     this.deps = {
       api: this.api,
       clusters: new InformerSet([clusters]),
       pods: new InformerSet([pods]),
-      client: new NodeClient({ fetch: fakeFetch }),
+      client: new NodeClient({ transport }),
       access,
       events: { record: async (_object, event) => void this.events.push(event) },
       clock: this.clock,
@@ -128,7 +141,7 @@ describe('reconcileCluster', () => {
     const status = harness.status();
     expect(status).toMatchObject({ phase: 'Creating', replicas: 1, readyReplicas: 0, selector: 'eventdb.io/cluster=orders', observedGeneration: 1 });
     expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Creating', observedGeneration: 1 });
-    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'False', reason: 'NodeTlsUnsupported' });
+    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'Unknown', reason: 'NotObserved' });
     expect(harness.events.map((event) => event.reason)).toContain('NodeCreated');
   });
 
@@ -144,6 +157,61 @@ describe('reconcileCluster', () => {
     expect(status.members?.[0]).toMatchObject({ pod: 'orders-0', role: 'Leader', alive: true, writerCheckpoint: 100 });
     expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'True', reason: 'ClusterReady' });
     expect(status.conditions?.find((condition) => condition.type === 'QuorumHealthy')).toMatchObject({ status: 'True' });
+  });
+
+  it('speaks https to a TLS node, verifying it against the cluster CA under its DNS name, and reports the certificate it serves', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1 });
+    await harness.reconcile();
+    const pod = harness.api.objects(PODS)[0];
+    const container = (pod?.['spec'] as { containers: { env: { name: string; value?: string }[]; readinessProbe: { httpGet: { scheme: string } } }[] }).containers[0];
+    expect(container?.env.find((entry) => entry.name === 'SERVICE_INSECURE')).toBeUndefined();
+    expect(container?.readinessProbe.httpGet.scheme).toBe('HTTPS');
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    const request = harness.requests.at(-1);
+    expect(request?.url.href).toBe('https://orders-0.test/gossip');
+    const ca = decodeSecretValue(harness.api.objects(SECRETS).find((secret) => secret.metadata.name === 'orders-ca'), 'ca.crt');
+    expect(request?.tls).toEqual({ ca: [ca], serverName: 'orders-0.orders-headless.shop.svc' });
+    const nodeCertificate = decodeSecretValue(harness.api.objects(SECRETS).find((secret) => secret.metadata.name === 'orders-node-tls'), 'tls.crt') ?? '';
+    let status = harness.status();
+    expect(status.members?.[0]?.certificateFingerprint).toBe(certificateFingerprint(nodeCertificate));
+    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CurrentCertificateServed' });
+    expect(status.certificates).toMatchObject({ servedByNodes: true, reloadedAt: '2026-03-04T10:00:02.000Z' });
+
+    // The certificate is renewed (here: its Secret is gone, so the operator issues another) while
+    // the node still serves the one it loaded: reported, not hidden, until the node serves the new one.
+    harness.servedCertificate.set('orders-0', nodeCertificate);
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    await harness.reconcile();
+    expect(harness.events.map((event) => event.reason)).toContain('NodeCertificateIssued');
+    status = harness.status();
+    const condition = status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded');
+    expect(condition).toMatchObject({ status: 'False', reason: 'OldCertificateServed' });
+    expect(condition?.message).toContain('orders-0');
+    expect(status.certificates?.reloadedAt).toBe('2026-03-04T10:00:02.000Z');
+    harness.servedCertificate.delete('orders-0');
+    await harness.reconcile();
+    status = harness.status();
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True' });
+    expect(status.certificates?.reloadedAt).toBe('2026-03-04T10:00:06.000Z');
+    expect(status.members?.[0]?.certificateFingerprint).not.toBe(certificateFingerprint(nodeCertificate));
+  });
+
+  it('speaks plain http with tls.mode Disabled: nodes run Insecure with HTTP probes', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'Disabled' } });
+    await harness.reconcile();
+    const pod = harness.api.objects(PODS)[0];
+    const container = (pod?.['spec'] as { containers: { env: { name: string; value?: string }[]; livenessProbe: { httpGet: { scheme: string } } }[] }).containers[0];
+    expect(container?.env.find((entry) => entry.name === 'SERVICE_INSECURE')?.value).toBe('true');
+    expect(container?.livenessProbe.httpGet.scheme).toBe('HTTP');
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    expect(harness.requests.at(-1)?.url.href).toBe('http://orders-0.test/gossip');
+    expect(harness.requests.at(-1)?.tls).toBeUndefined();
+    expect(harness.status()).toMatchObject({ phase: 'Ready' });
+    expect(harness.status().conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'Unknown', reason: 'TlsDisabled' });
   });
 
   it('persists the operation in status before it restarts the pod for a new image, then finishes it', async () => {

@@ -43,12 +43,13 @@ import { buildPod, podRevision } from '../../resources/pod.js';
 import { buildServices } from '../../resources/services.js';
 import { buildClaims, type ClaimSnapshots } from '../../resources/storage.js';
 import { canonicalJson } from '../../resources/revision.js';
-import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, opsCredentials } from './children.js';
+import { nodeTlsSecretName } from '../../resources/names.js';
+import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, nodeTrustCertificates, opsCredentials } from './children.js';
 import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
-import { leaderClaimants, leaderOf, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
+import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
-import { computeStatus, type StatusInput } from './status.js';
+import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type StatusInput } from './status.js';
 
 export interface ClusterControllerDeps {
   readonly api: KubeApi;
@@ -93,8 +94,9 @@ interface ReconcileState {
   lastOperation: EventDBClusterStatus['lastOperation'];
   waiting?: { reason: string; message: string };
   failure?: { reason: string; message: string };
-  tls: StatusInput['tls'];
   certificates?: EventDBClusterStatus['certificates'];
+  /** `sha256:<hex>` of the node certificate in its Secret: what every node should serve. */
+  expectedFingerprint?: string;
   nextMaintenanceWindow?: string;
   restartedAt: string;
   requeueAfterMs: number | undefined;
@@ -181,7 +183,6 @@ function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObj
     leader: undefined,
     operation: previous?.operation,
     lastOperation: previous?.lastOperation,
-    tls: { status: 'Unknown', reason: 'NotObserved', message: '' },
     restartedAt: cluster.metadata.annotations?.[ANNOTATION_RESTARTED_AT] ?? '',
     requeueAfterMs: IDLE_REQUEUE_MS,
     ...(previous?.restoredFrom === undefined ? {} : { restoredFrom: previous.restoredFrom }),
@@ -214,15 +215,6 @@ async function loadSpec(state: ReconcileState): Promise<StepOutcome> {
   const revisionOf = (nodeKind: NodeKind): string =>
     podRevision({ cluster: state.identity, spec, nodeKind, configFile: state.configFile, restartedAt: state.restartedAt });
   state.revisions = { quorum: revisionOf('quorum'), 'read-only-replica': revisionOf('read-only-replica') };
-  state.tls = nodesServeTls(spec)
-    ? { status: 'True', reason: 'Served', message: 'nodes serve TLS with the mounted certificates' }
-    : spec.tls.mode === 'Disabled'
-      ? { status: 'Unknown', reason: 'TlsDisabled', message: 'tls.mode is Disabled: nodes serve plain HTTP' }
-      : {
-          status: 'False',
-          reason: 'NodeTlsUnsupported',
-          message: `tls.mode ${spec.tls.mode}: certificates are made and mounted, but this operator does not yet speak HTTPS to the nodes, so nodes run with Insecure`,
-        };
   return 'continue';
 }
 
@@ -293,8 +285,16 @@ async function loadSourceBackup(state: ReconcileState): Promise<StepOutcome> {
 }
 
 async function observeMembersStep(state: ReconcileState): Promise<StepOutcome> {
-  const { client, access } = state.deps;
-  state.members = await observeMembers({ cluster: state.identity.name, namespace: state.identity.namespace, pods: state.pods, client, access });
+  const { client, access, api } = state.deps;
+  const spec = state.spec as EffectiveSpec;
+  state.members = await observeMembers({
+    cluster: state.identity.name,
+    namespace: state.identity.namespace,
+    pods: state.pods,
+    client,
+    access,
+    trust: () => nodeTrustCertificates(api, state.identity, spec),
+  });
   state.membersObserved = true;
   state.leader = leaderOf(state.members);
   return 'continue';
@@ -322,9 +322,8 @@ async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   }
   const tls = await ensureTlsSecrets(state.deps.api, state.identity, spec, state.nowMs, state.log);
   for (const event of tls.events) await emit(state, { type: 'Normal', action: 'Create', ...event });
-  if (tls.certificates !== undefined) {
-    state.certificates = { ...tls.certificates, servedByNodes: nodesServeTls(spec), ...(state.previous?.certificates?.reloadedAt ? { reloadedAt: state.previous.certificates.reloadedAt } : {}) };
-  }
+  if (tls.certificates !== undefined) state.certificates = tls.certificates;
+  if (tls.fingerprint !== undefined) state.expectedFingerprint = tls.fingerprint;
   const missing = [...users.missing, ...tls.missing];
   if (missing.length === 0) return 'continue';
   state.blocked = { reason: 'SecretMissing', message: `missing Secrets: ${missing.join(', ')}` };
@@ -591,13 +590,16 @@ async function deletePod(state: ReconcileState, pod: string, uid: string, why: '
 async function resign(state: ReconcileState, podName: string): Promise<void> {
   const spec = state.spec as EffectiveSpec;
   const pod = state.pods.find((candidate) => candidate.name === podName);
-  const baseUrl = pod === undefined ? undefined : await state.deps.access.baseUrl(state.identity.namespace, pod);
+  const trust = pod?.servesTls === true ? await nodeTrustCertificates(state.deps.api, state.identity, spec) : undefined;
+  const endpoint =
+    pod === undefined ? undefined : await nodeEndpoint({ cluster: state.identity.name, namespace: state.identity.namespace, pod, access: state.deps.access, trust });
   const credentials = await opsCredentials(state.deps.api, state.identity.namespace, spec);
-  if (pod === undefined || baseUrl === undefined || credentials === undefined) {
-    state.log.warn({ pod: podName }, 'cannot reach the leader or read the ops credentials to resign it');
+  if (pod === undefined || endpoint === undefined || 'problem' in endpoint || credentials === undefined) {
+    const problem = endpoint !== undefined && 'problem' in endpoint ? endpoint.problem : undefined;
+    state.log.warn({ pod: podName, problem }, 'cannot reach the leader or read the ops credentials to resign it');
     return;
   }
-  const outcome = await state.deps.client.resign(baseUrl, credentials);
+  const outcome = await state.deps.client.resign(endpoint, credentials);
   if (outcome.kind === 'done') {
     await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `asked leader ${podName} to resign` });
     return;
@@ -613,8 +615,47 @@ async function resign(state: ReconcileState, podName: string): Promise<void> {
   await deletePod(state, podName, pod.uid, 'restart');
 }
 
+/** CertificatesReloaded and status.certificates from what the nodes served when observed. */
+function certificatesStatus(state: ReconcileState): Pick<StatusInput, 'tls' | 'certificates'> {
+  const spec = state.spec;
+  if (spec === undefined) return { tls: { status: 'Unknown', reason: 'NotObserved', message: '' } };
+  const said = state.previous?.conditions?.find((condition) => condition.type === CONDITION_CERTIFICATES);
+  // The Secret was not read in this reconcile (paused, or stopped before ensure-secrets): what was said stands.
+  if (state.expectedFingerprint === undefined && spec.tls.mode !== 'Disabled' && said !== undefined) {
+    const kept = { tls: { status: said.status as 'True' | 'False' | 'Unknown', reason: said.reason, message: said.message } };
+    return state.previous?.certificates === undefined ? kept : { ...kept, certificates: state.previous.certificates };
+  }
+  const tls = state.membersObserved
+    ? certificatesCondition({
+        mode: spec.tls.mode,
+        secretName: spec.tls.mode === 'Secret' ? (spec.tls.certificateSecret ?? '') : nodeTlsSecretName(state.identity.name),
+        expectedFingerprint: state.expectedFingerprint,
+        pods: state.pods,
+        members: state.members,
+      })
+    : { status: 'Unknown' as const, reason: 'NotObserved', message: 'nodes not observed in this reconcile' };
+  if (state.certificates === undefined) return { tls };
+  // When the nodes were first seen serving the Secret's current certificate.
+  const previous = state.previous?.certificates;
+  const wasServed = said?.status === 'True';
+  const reloadedAt =
+    tls.status === 'True' && (!wasServed || previous?.reloadedAt === undefined || previous.secretHash !== state.certificates.secretHash)
+      ? new Date(state.nowMs).toISOString()
+      : previous?.reloadedAt;
+  const running = state.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating);
+  return {
+    tls,
+    certificates: {
+      ...state.certificates,
+      servedByNodes: nodesServeTls(spec) && running.every((pod) => pod.servesTls),
+      ...(reloadedAt === undefined ? {} : { reloadedAt }),
+    },
+  };
+}
+
 function statusInput(state: ReconcileState): StatusInput {
   const spec = state.spec;
+  const { tls, certificates } = certificatesStatus(state);
   return {
     name: state.identity.name,
     generation: state.cluster.metadata.generation,
@@ -634,8 +675,8 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(state.lastOperation === undefined ? {} : { lastOperation: state.lastOperation }),
     ...(state.failure !== undefined ? { waiting: state.failure } : state.waiting === undefined ? {} : { waiting: state.waiting }),
     ...(state.revisions.quorum === '' ? {} : { updateRevision: state.revisions.quorum }),
-    tls: state.tls,
-    ...(state.certificates === undefined ? {} : { certificates: state.certificates }),
+    tls,
+    ...(certificates === undefined ? {} : { certificates }),
     ...(spec === undefined ? {} : { credentials: { adminSecret: spec.users.admin.name, opsSecret: spec.users.ops.name } }),
     ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
     ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
 import type { ObservedMember, PodView } from './observe.js';
-import { computeStatus, type StatusInput } from './status.js';
+import { certificatesCondition, computeStatus, type StatusInput } from './status.js';
 
 function pod(name: string, ready = true): PodView {
-  return { name, kind: 'quorum', ordinal: Number(name.split('-')[1]), uid: name, revision: 'r', clusterSize: 3, ready, terminating: false, ip: '10.0.0.1', image: 'eventdb:1', roleLabel: undefined, phase: 'Running', object: { apiVersion: 'v1', kind: 'Pod', metadata: { name } } };
+  return { name, kind: 'quorum', ordinal: Number(name.split('-')[1]), uid: name, revision: 'r', clusterSize: 3, ready, terminating: false, ip: '10.0.0.1', image: 'eventdb:1', roleLabel: undefined, phase: 'Running', servesTls: true, object: { apiVersion: 'v1', kind: 'Pod', metadata: { name } } };
 }
 
 function input(changes: Partial<StatusInput> = {}): StatusInput {
@@ -82,5 +82,38 @@ describe('computeStatus', () => {
     const previous = computeStatus(input());
     const mixed = [pod('orders-0'), pod('orders-1'), { ...pod('orders-2'), image: 'eventdb:2' }];
     expect(computeStatus(input({ previous, pods: mixed })).image).toBe('eventdb:1');
+  });
+});
+
+describe('certificatesCondition', () => {
+  const pods = [pod('orders-0'), pod('orders-1')];
+  const served = (fingerprints: (string | undefined)[], extra: Partial<ObservedMember> = {}): Map<string, ObservedMember> =>
+    new Map(
+      pods.map((p, index) => [
+        p.name,
+        { pod: p.name, role: 'Follower', alive: true, ...(fingerprints[index] === undefined ? {} : { certificateFingerprint: fingerprints[index] }), ...extra },
+      ]),
+    );
+  const base = { mode: 'SelfSigned' as const, secretName: 'orders-node-tls', expectedFingerprint: 'sha256:new', pods };
+
+  it('is True only when every node that answered serves the certificate in the Secret', () => {
+    expect(certificatesCondition({ ...base, members: served(['sha256:new', 'sha256:new']) })).toMatchObject({ status: 'True', reason: 'CurrentCertificateServed' });
+    const old = certificatesCondition({ ...base, members: served(['sha256:new', 'sha256:old']) });
+    expect(old).toMatchObject({ status: 'False', reason: 'OldCertificateServed' });
+    expect(old.message).toMatch(/^orders-1 serve/);
+  });
+
+  it('is Unknown before any node answered, and with tls.mode Disabled', () => {
+    expect(certificatesCondition({ ...base, members: served([undefined, undefined]) })).toMatchObject({ status: 'Unknown', reason: 'NotObserved' });
+    expect(certificatesCondition({ ...base, mode: 'Disabled', members: served([]) })).toMatchObject({ status: 'Unknown', reason: 'TlsDisabled' });
+  });
+
+  it('is False when a node was refused or still runs without TLS', () => {
+    const refused = certificatesCondition({ ...base, members: served(['sha256:new', undefined], { tlsProblem: 'node certificate refused: self-signed certificate in certificate chain' }) });
+    expect(refused).toMatchObject({ status: 'False', reason: 'CertificateNotTrusted' });
+    expect(refused.message).toContain('self-signed certificate');
+    const plain = certificatesCondition({ ...base, pods: [pod('orders-0'), { ...pod('orders-1'), servesTls: false }], members: served(['sha256:new', undefined]) });
+    expect(plain).toMatchObject({ status: 'False', reason: 'NodesServePlainHttp' });
+    expect(plain.message).toContain('orders-1');
   });
 });

@@ -48,6 +48,56 @@ export interface StatusInput {
   readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
 }
 
+export type ConditionState = StatusInput['tls'];
+
+/**
+ * CertificatesReloaded from what the nodes served when observed: True when every running node
+ * answered over https with the certificate now in the Secret; False when one serves another
+ * certificate, was refused, or runs without TLS although TLS is asked for; Unknown while no
+ * node has answered (or with tls.mode Disabled, where there is nothing to reload).
+ */
+export function certificatesCondition(input: {
+  readonly mode: 'SelfSigned' | 'Secret' | 'Disabled';
+  readonly secretName: string;
+  /** `sha256:<hex>` of the certificate in the Secret, once it could be read. */
+  readonly expectedFingerprint: string | undefined;
+  readonly pods: readonly PodView[];
+  readonly members: ReadonlyMap<string, ObservedMember>;
+}): ConditionState {
+  if (input.mode === 'Disabled') return { status: 'Unknown', reason: 'TlsDisabled', message: 'tls.mode is Disabled: nodes serve plain HTTP' };
+  const running = input.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating);
+  const plain = running.filter((pod) => !pod.servesTls).map((pod) => pod.name);
+  if (plain.length > 0) {
+    return { status: 'False', reason: 'NodesServePlainHttp', message: `${plain.join(', ')} run without TLS (started before tls.mode ${input.mode}); a restart with the current revision serves TLS` };
+  }
+  const refused = running.flatMap((pod) => {
+    const problem = input.members.get(pod.name)?.tlsProblem;
+    return problem === undefined ? [] : [`${pod.name}: ${problem}`];
+  });
+  if (refused.length > 0) return { status: 'False', reason: 'CertificateNotTrusted', message: refused.join('; ') };
+  const served = running.flatMap((pod) => {
+    const fingerprint = input.members.get(pod.name)?.certificateFingerprint;
+    return fingerprint === undefined ? [] : [{ pod: pod.name, fingerprint }];
+  });
+  if (served.length === 0 || input.expectedFingerprint === undefined) {
+    return { status: 'Unknown', reason: 'NotObserved', message: 'no node has answered over https yet' };
+  }
+  const stale = served.filter((entry) => entry.fingerprint !== input.expectedFingerprint).map((entry) => entry.pod);
+  if (stale.length > 0) {
+    return {
+      status: 'False',
+      reason: 'OldCertificateServed',
+      message: `${stale.join(', ')} serve a certificate other than the one in Secret ${input.secretName} (${input.expectedFingerprint}); nodes load new certificates on SIGHUP or a restart`,
+    };
+  }
+  const unobserved = running.length - served.length;
+  return {
+    status: 'True',
+    reason: 'CurrentCertificateServed',
+    message: `${served.length} node(s) serve the certificate in Secret ${input.secretName} (${input.expectedFingerprint})${unobserved > 0 ? `; ${unobserved} did not answer` : ''}`,
+  };
+}
+
 function uniformImage(pods: readonly PodView[]): string | undefined {
   const images = new Set(pods.map((pod) => pod.image).filter((image): image is string => image !== undefined));
   return images.size === 1 ? [...images][0] : undefined;
