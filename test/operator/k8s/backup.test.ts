@@ -105,13 +105,13 @@ function readScript(url: string, stream: string): string {
 
 async function append(namespace: string, cluster: string, stream: string, count: number, from = 0): Promise<number> {
   const password = await secretValue(namespace, `${cluster}-admin`, 'password');
-  const log = await runInCluster(namespace, `append-${cluster}-${stream}-${from}`, appendScript(`http://${cluster}-leader:2113`, stream, count, from), { EVENTDB_PASSWORD: password });
+  const log = await runInCluster(namespace, `append-${cluster}-${stream}-${from}`, appendScript(`https://${cluster}-leader:2113`, stream, count, from), { EVENTDB_PASSWORD: password }, undefined, cluster);
   return lastJsonLine<{ written: number }>(log).written;
 }
 
 async function read(namespace: string, cluster: string, stream: string): Promise<number[]> {
   const password = await secretValue(namespace, `${cluster}-admin`, 'password');
-  const log = await runInCluster(namespace, `read-${cluster}-${stream}`, readScript(`http://${cluster}:2113`, stream), { EVENTDB_PASSWORD: password });
+  const log = await runInCluster(namespace, `read-${cluster}-${stream}`, readScript(`https://${cluster}:2113`, stream), { EVENTDB_PASSWORD: password }, undefined, cluster);
   const result = lastJsonLine<{ numbers: number[]; status?: number }>(log);
   if (result.status !== undefined && result.numbers.length === 0) throw new Error(`reading ${stream} from ${cluster}: HTTP ${result.status}`);
   return result.numbers;
@@ -140,8 +140,8 @@ describe.skipIf(ctx().skipReason !== '')('Backup and restore, operator as a loca
     expect(await append(ns, 'orders', 'before-backup', 50)).toBe(50);
     const writers = await startWriters(ns, {
       name: 'writers',
-      writeUrl: 'http://orders-leader:2113',
-      readUrls: ['http://orders-leader:2113'],
+      writeUrl: 'https://orders-leader:2113',
+      readUrls: ['https://orders-leader:2113'],
       writers: 4,
       password: await secretValue(ns, 'orders-admin', 'password'),
     });
@@ -160,7 +160,7 @@ describe.skipIf(ctx().skipReason !== '')('Backup and restore, operator as a loca
     expect(eventReasons(ns, 'EventDBCluster', 'orders')).toContain('NodeStoppingForBackup');
     const summary = await writers.stop();
     expect(summary.acked).toBeGreaterThan(0);
-    expect(summary.missing).toEqual({ 'http://orders-leader:2113': 0 });
+    expect(summary.missing).toEqual({ 'https://orders-leader:2113': 0 });
     process.stdout.write(`[backup] snapshot of ${backup.status?.sourcePod ?? ''} at writer checkpoint ${backup.status?.writerCheckpoint ?? 0} while ${summary.acked} writes were acknowledged (longest gap ${summary.maxGapMs} ms)\n`);
 
     expect(applyCluster(ns, 'restored', { ...SMALL, replicas: 1, sourceBackup: { name: 'snap-1' } }).status).toBe(0);
