@@ -84,6 +84,8 @@ interface State {
   readonly name: string;
   readonly namespace: string;
   readonly previous: Status;
+  /** The state the status said when this reconcile began (Paused: a resume emits CycleResumed). */
+  readonly stateBefore: string | undefined;
   readonly nowMs: number;
   status: Status;
   spec?: ScavengeScheduleSpec;
@@ -123,6 +125,7 @@ export async function reconcileScavengeSchedule(deps: ScavengeScheduleController
     name: object.metadata.name ?? '',
     namespace: object.metadata.namespace ?? '',
     previous,
+    stateBefore: previous.state,
     nowMs: deps.clock.nowMs(),
     status: { ...previous },
     pods: [],
@@ -392,7 +395,7 @@ async function runCycle(state: State): Promise<StepOutcome> {
   const spec = state.spec as ScavengeScheduleSpec;
   state.requeueAfterMs = CYCLE_REQUEUE_MS;
   const expected = expectedPods(state);
-  const wasPaused = state.previous.state === 'Paused';
+  const wasPaused = state.stateBefore === 'Paused';
   for (let i = 0; i < ACTIONS_PER_RECONCILE; i++) {
     const current = state.status.currentCycle as Cycle | undefined;
     if (current === undefined) return 'stop';
@@ -438,7 +441,7 @@ async function act(state: State, cycle: Cycle, action: CycleAction): Promise<boo
       return false;
     case 'paused':
       state.progressing = { status: 'False', reason: 'Paused', message: `spec.suspend is true: cycle ${cycle.id} is paused; false resumes it on the nodes left` };
-      if (state.previous.state !== 'Paused') await emit(state, { type: 'Normal', reason: 'CyclePaused', action: 'Scavenge', note: `cycle ${cycle.id} paused (spec.suspend)` });
+      if (state.stateBefore !== 'Paused') await emit(state, { type: 'Normal', reason: 'CyclePaused', action: 'Scavenge', note: `cycle ${cycle.id} paused (spec.suspend)` });
       state.requeueAfterMs = 15_000;
       return false;
     case 'finish':
@@ -453,9 +456,9 @@ async function act(state: State, cycle: Cycle, action: CycleAction): Promise<boo
       setCycle(state, applyRunState(cycle, action.pod, observed, state.nowMs));
       const result = (state.status.currentCycle as Cycle).nodes.find((n) => n.pod === action.pod)?.result;
       if (result === 'Restarting') {
-        await emit(state, { type: 'Warning', reason: 'NodeScavengeLost', action: 'Scavenge', note: `${action.pod} lost its scavenge ${action.scavengeId} (${observed}): it is started again` });
+        await emit(state, { type: 'Warning', reason: 'NodeScavengeLost', action: 'Scavenge', note: `${action.pod} lost its scavenge ${action.scavengeId} (${observed}): it is started again (cycle ${cycle.id})` });
       } else {
-        await emit(state, { type: result === 'Success' ? 'Normal' : 'Warning', reason: 'NodeScavengeFinished', action: 'Scavenge', note: `${action.pod}: scavenge ${action.scavengeId} ${result ?? observed}` });
+        await emit(state, { type: result === 'Success' ? 'Normal' : 'Warning', reason: 'NodeScavengeFinished', action: 'Scavenge', note: `${action.pod}: scavenge ${action.scavengeId} ${result ?? observed} (cycle ${cycle.id})` });
       }
       return true;
     }
@@ -473,7 +476,7 @@ async function act(state: State, cycle: Cycle, action: CycleAction): Promise<boo
         return false;
       }
       setCycle(state, applyRunState(cycle, action.pod, observed === 'InProgress' ? 'Stopped' : observed, state.nowMs));
-      await emit(state, { type: 'Normal', reason: 'NodeScavengeStopped', action: 'Scavenge', note: `spec.suspend: the scavenge of ${action.pod} (${action.scavengeId}) was stopped; it resumes when the cycle does` });
+      await emit(state, { type: 'Normal', reason: 'NodeScavengeStopped', action: 'Scavenge', note: `spec.suspend: the scavenge of ${action.pod} (${action.scavengeId}) was stopped; it resumes when the cycle ${cycle.id} does` });
       return true;
     }
     case 'resign': {
@@ -482,7 +485,7 @@ async function act(state: State, cycle: Cycle, action: CycleAction): Promise<boo
       if (node === undefined) return false;
       setCycle(state, markResigning(cycle, action.pod, state.nowMs));
       await writeStatus(state);
-      await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `${action.pod} leads: asked to resign so that it is scavenged as a follower` });
+      await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `${action.pod} leads: asked to resign so that it is scavenged as a follower (cycle ${cycle.id})` });
       const outcome = await state.deps.client.resign(node.endpoint, node.credentials);
       if (outcome.kind !== 'done') {
         await emit(state, { type: 'Warning', reason: 'ResignRefused', action: 'Resign', note: `${action.pod} did not resign: ${outcome.kind === 'refused' ? `${outcome.statusCode} ${outcome.message}` : 'unsupported'}` });
@@ -505,7 +508,7 @@ async function act(state: State, cycle: Cycle, action: CycleAction): Promise<boo
       const role = state.members.get(action.pod)?.role;
       setCycle(state, markStarted(cycle, action.pod, outcome.scavengeId, role, state.nowMs));
       const again = before?.result === 'Restarting' || before?.result === 'Stopped';
-      await emit(state, { type: 'Normal', reason: again ? 'NodeScavengeRestarted' : 'NodeScavengeStarted', action: 'Scavenge', note: `${action.pod} (${before?.role ?? role ?? 'node'}): scavenge ${outcome.scavengeId}${again ? ' (started again)' : ''}` });
+      await emit(state, { type: 'Normal', reason: again ? 'NodeScavengeRestarted' : 'NodeScavengeStarted', action: 'Scavenge', note: `${action.pod} (${before?.role ?? role ?? 'node'}): scavenge ${outcome.scavengeId}${again ? ', started again' : ''} (cycle ${cycle.id})` });
       state.progressing = { status: 'True', reason: 'NodeScavenging', message: `${action.pod} is being scavenged (${outcome.scavengeId})` };
       return false;
     }
