@@ -4,8 +4,9 @@
 //   resign (another node leads) before its own scavenge; every node's own
 //   GET /admin/scavenge/{id} says Success for the id in the status; the cluster's operation is
 //   Scavenge during the cycle and released after it;
-// - suspend mid-cycle: Paused with the cycle kept and nodes left; suspend false: the same cycle
-//   completes on the rest.
+// - suspend mid-cycle (throttlePercent 1, so a node scavenge is running): the node scavenge is
+//   stopped (the node says Stopped), Paused with the cycle kept and nodes left; suspend false:
+//   the stopped node is scavenged again and the same cycle completes on the rest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
 import {
@@ -178,16 +179,17 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     // The cluster was given back (waitClusterReady above: Ready with no operation).
   }, 420_000);
 
-  it('suspend mid-cycle: Paused with nodes left; resumed, the same cycle completes on the rest', async () => {
+  it('suspend mid-cycle stops the running node scavenge: Paused with nodes left; resumed, the same cycle completes on the rest', async () => {
     const before = await getSchedule(ns, 'every-minute');
     const seen = new Set((before?.status?.history ?? []).map((entry) => entry.id));
-    await patchSchedule(ns, 'every-minute', { spec: { suspend: false } });
-    // The next cycle, once its first node went: suspend.
-    const running = await waitFor('a new cycle with a node scavenged', async () => {
+    // Throttled to 1 %, a node scavenge rests 99 % of its time: the suspend meets it running.
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: false, throttlePercent: 1 } });
+    const running = await waitFor('a new cycle with a node scavenge running', async () => {
       const current = (await getSchedule(ns, 'every-minute'))?.status?.currentCycle;
       if (current === undefined || seen.has(current.id)) return undefined;
-      return (current.nodes ?? []).some((node) => node.result === 'InProgress' || node.result === 'Success') ? current : undefined;
+      return (current.nodes ?? []).some((node) => node.result === 'InProgress') ? current : undefined;
     }, 180_000, 250);
+    const interrupted = running.nodes?.find((node) => node.result === 'InProgress') as CycleNode;
     await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
     const paused = await waitFor('the schedule to be Paused', async () => {
       const schedule = await getSchedule(ns, 'every-minute');
@@ -199,11 +201,15 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     expect(paused.status?.currentCycle?.id).toBe(running.id);
     expect(pausedNodes.some((node) => node.result !== 'Success')).toBe(true);
     expect(pausedNodes.some((node) => node.result === 'InProgress')).toBe(false);
+    // The running node scavenge was stopped (DELETE), and the node says so.
+    expect(pausedNodes.find((node) => node.pod === interrupted.pod)).toMatchObject({ result: 'Stopped', scavengeId: interrupted.scavengeId });
+    const stopped = lastJsonLine<Record<string, string>>(await runInCluster(ns, 'scav-stopped', runStatesScript(ns, [{ pod: interrupted.pod, id: interrupted.scavengeId ?? '' }]), { EVENTDB_PASSWORD: password }));
+    expect(stopped).toEqual({ [interrupted.pod]: 'Stopped' });
     expect(paused.status?.conditions?.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'False', reason: 'Paused' });
     // Paused gives the cluster back; nothing starts while suspended.
     await waitFor('the cluster released', async () => ((await getCluster(ns, 'orders'))?.status?.operation === undefined ? true : undefined), 60_000);
     const doneWhenPaused = pausedNodes.filter((node) => node.result === 'Success').map((node) => node.scavengeId);
-    await patchSchedule(ns, 'every-minute', { spec: { suspend: false } });
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: false, throttlePercent: 100 } });
     let lastNodes: CycleNode[] = pausedNodes;
     const completed = await waitFor('the paused cycle to complete', async () => {
       const schedule = await getSchedule(ns, 'every-minute');
@@ -215,7 +221,9 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     // The nodes done before the pause were not scavenged again.
     expect(lastNodes.filter((node) => doneWhenPaused.includes(node.scavengeId))).toHaveLength(doneWhenPaused.length);
     const reasons = eventsOf(ns, 'ScavengeSchedule').map((event) => event.reason);
-    expect(reasons).toEqual(expect.arrayContaining(['CyclePaused', 'CycleResumed']));
+    expect(reasons).toEqual(expect.arrayContaining(['CyclePaused', 'NodeScavengeStopped', 'CycleResumed', 'NodeScavengeRestarted']));
+    // The stopped node was scavenged again in the same cycle, to the end.
+    expect(lastNodes.find((node) => node.pod === interrupted.pod)?.result).toMatch(/^(InProgress|Success)$/);
     await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
   }, 420_000);
 });
