@@ -12,6 +12,7 @@ import { OperatorConfigError, loadOperatorConfig, type OperatorConfig } from './
 import { ChildApplier } from './controllers/eventdbcluster/children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './controllers/eventdbcluster/reconcile-cluster.js';
 import { reconcileBackup, type BackupControllerDeps } from './controllers/backup/reconcile-backup.js';
+import { reconcileScavengeSchedule, type ScavengeScheduleControllerDeps } from './controllers/scavengeschedule/reconcile-scavenge-schedule.js';
 import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
 import { nodeSupportsClustering } from './resources/node-settings.js';
 import { NodeClient } from './node-client/node-client.js';
@@ -26,7 +27,7 @@ import { OperatorMetrics } from './runtime/metrics.js';
 import { PortForwardAccess } from './runtime/port-forward-access.js';
 import { ProbeServer } from './runtime/probe-server.js';
 import type { KubeApi, ResourceType } from './runtime/kube-api.js';
-import { BACKUPS, EVENTDB_CLUSTERS, PODS } from './runtime/resource-types.js';
+import { BACKUPS, EVENTDB_CLUSTERS, PODS, SCAVENGE_SCHEDULES } from './runtime/resource-types.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
   const clusters = informersFor(EVENTDB_CLUSTERS, config, { api, log, metrics });
   const pods = informersFor(PODS, config, { api, log, metrics, labelSelector: 'app.kubernetes.io/managed-by=eventdb-operator' });
   const backups = informersFor(BACKUPS, config, { api, log, metrics });
+  const schedules = informersFor(SCAVENGE_SCHEDULES, config, { api, log, metrics });
   const deps: ClusterControllerDeps = {
     api,
     clusters,
@@ -142,6 +144,33 @@ async function main(): Promise<void> {
     enqueue: (key) => backupController.enqueue(key),
     writtenStatus: new Map(),
   };
+  const scheduleController = new Controller({
+    name: 'scavengeschedule',
+    reconcile: (context) => reconcileScavengeSchedule(scheduleDeps, context),
+    clock: systemClock,
+    log: log.child({ component: 'controller' }),
+    metrics,
+    workers: config.WORKERS,
+  });
+  const scheduleDeps: ScavengeScheduleControllerDeps = {
+    api,
+    schedules,
+    clusters,
+    pods,
+    // A DELETE of a running scavenge answers once it stopped: the client's own timeout is per call.
+    client: deps.client,
+    access,
+    events: deps.events,
+    clock: systemClock,
+    defaults: deps.defaults,
+    writtenStatus: new Map(),
+  };
+  const enqueueSchedulesOf = (namespace: string | undefined, cluster: string): void => {
+    for (const schedule of schedules.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
+      scheduleController.enqueue(`${namespace}/${schedule.metadata.name}`);
+    }
+  };
+  schedules.on((_event, object) => scheduleController.enqueue(`${object.metadata.namespace}/${object.metadata.name}`));
   const enqueueBackupsOf = (namespace: string | undefined, cluster: string): void => {
     for (const backup of backups.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
       const phase = (backup['status'] as { phase?: string } | undefined)?.phase;
@@ -158,6 +187,7 @@ async function main(): Promise<void> {
   clusters.on((_event, object) => {
     controller.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
     enqueueBackupsOf(object.metadata.namespace, object.metadata.name ?? '');
+    enqueueSchedulesOf(object.metadata.namespace, object.metadata.name ?? '');
   });
   pods.on((_event, object) => {
     const cluster = object.metadata.labels?.['eventdb.io/cluster'];
@@ -172,12 +202,12 @@ async function main(): Promise<void> {
     port: config.probePort,
     registry: metrics.registry,
     live: () => {
-      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs(), backups.lastContactAtMs());
-      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced();
+      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs(), backups.lastContactAtMs(), schedules.lastContactAtMs());
+      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced() && schedules.hasSynced();
       return { ok: !synced || silentMs < INFORMER_STALE_MS, detail: synced ? `watches heard from ${Math.round(silentMs / 1000)} s ago` : 'starting' };
     },
     ready: () => {
-      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced();
+      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced() && schedules.hasSynced();
       return { ok: synced, detail: synced ? (election?.isLeader() === false ? 'standby' : 'leading') : 'caches not synced' };
     },
   });
@@ -185,27 +215,30 @@ async function main(): Promise<void> {
   clusters.start();
   pods.start();
   backups.start();
+  schedules.start();
   log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
 
   let election: LeaderElection | undefined;
   let stopping = false;
   const startControllers = async (): Promise<void> => {
-    await Promise.all([clusters.waitForSync(), pods.waitForSync(), backups.waitForSync()]);
+    await Promise.all([clusters.waitForSync(), pods.waitForSync(), backups.waitForSync(), schedules.waitForSync()]);
     if (stopping) return;
     metrics.isLeader.set({}, 1);
     controller.start();
     backupController.start();
+    scheduleController.start();
     for (const cluster of clusters.list()) controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
     for (const backup of backups.list()) backupController.enqueue(`${backup.metadata.namespace}/${backup.metadata.name}`);
+    for (const schedule of schedules.list()) scheduleController.enqueue(`${schedule.metadata.namespace}/${schedule.metadata.name}`);
     log.info('controllers running');
   };
   const shutdown = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     log.info({ exitCode: code }, 'operator stopping');
-    await Promise.all([controller.stop(), backupController.stop()]);
+    await Promise.all([controller.stop(), backupController.stop(), scheduleController.stop()]);
     await election?.stop();
-    await Promise.all([clusters.stop(), pods.stop(), backups.stop()]);
+    await Promise.all([clusters.stop(), pods.stop(), backups.stop(), schedules.stop()]);
     await access.close();
     await probes.close();
     log.flush();

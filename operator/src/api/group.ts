@@ -49,6 +49,12 @@ export const ANNOTATION_APPROVE = 'eventdb.io/approve';
  * rolling update or scale starts) and, with Stop, to stop that pod until the annotation goes.
  */
 export const ANNOTATION_BACKUP_HOLD = 'eventdb.io/backup-hold';
+/**
+ * Annotation on the cluster, written by the ScavengeSchedule controller: `<schedule>/<cycle id>`
+ * asks the cluster controller to hold the cluster for that scavenge cycle (status.operation kind
+ * Scavenge: no rolling update, scale or backup starts while a node scavenges).
+ */
+export const ANNOTATION_SCAVENGE_HOLD = 'eventdb.io/scavenge-hold';
 /** Label on the objects a Backup makes (VolumeSnapshots, Jobs): the Backup's name. */
 export const LABEL_BACKUP = 'eventdb.io/backup';
 /** Annotation on a restored PVC: the Backup its files were restored from (FileCopy bootstrap). */

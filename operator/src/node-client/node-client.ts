@@ -1,7 +1,8 @@
 /**
  * The operator's typed client of a node's HTTP API (the node's own routes, as EventStoreDB has
  * them): GET /gossip, GET /info, GET /health/live, POST /admin/node/resign,
- * POST /admin/reloadconfig. Answers are parsed with zod; every call has a timeout; a route the
+ * POST /admin/reloadconfig, the scavenge endpoints (POST /admin/scavenge, GET
+ * /admin/scavenge/{id|current}, DELETE /admin/scavenge/{id}) and GET /auto-scavenge/enabled. Answers are parsed with zod; every call has a timeout; a route the
  * node version does not have is reported as `unsupported`, not as a failure.
  *
  * Nodes serve HTTPS unless the cluster's tls.mode is Disabled: the client then trusts only the
@@ -64,6 +65,22 @@ export interface NodeEndpoint {
   readonly tls?: NodeTrust;
 }
 
+/** The answer to POST /admin/scavenge: the run's id (a run already going is adopted). */
+export type ScavengeStartOutcome =
+  | { readonly kind: 'started'; readonly scavengeId: string }
+  | { readonly kind: 'unsupported' }
+  | { readonly kind: 'refused'; readonly statusCode: number; readonly message: string };
+
+/** One run, by id: InProgress or the result the node recorded; NotFound: the node does not know it. */
+export type ScavengeRunState = 'InProgress' | 'Success' | 'Stopped' | 'Errored' | 'Interrupted' | 'Unknown' | 'NotFound';
+const RUN_STATES: ReadonlySet<string> = new Set(['InProgress', 'Success', 'Stopped', 'Errored', 'Interrupted', 'Unknown']);
+
+export interface ScavengeParameters {
+  readonly threshold: number;
+  readonly throttlePercent: number;
+  readonly threads: number;
+}
+
 export type CommandOutcome = { readonly kind: 'done' } | { readonly kind: 'unsupported' } | { readonly kind: 'refused'; readonly statusCode: number; readonly message: string };
 
 /** EDBOP_NODE_UNREACHABLE: no answer or an unreadable one; EDBOP_NODE_TLS_REFUSED: the node's certificate was not accepted. */
@@ -84,7 +101,7 @@ export class NodeClientError extends Error {
 
 export interface NodeRequest {
   readonly url: URL;
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   readonly headers: Record<string, string>;
   readonly tls: NodeTrust | undefined;
   readonly timeoutMs: number;
@@ -222,6 +239,63 @@ export class NodeClient {
     return this.#command(endpointOf(target), '/admin/reloadconfig', credentials);
   }
 
+  /** POST /admin/scavenge with the schedule's parameters; a run already going is adopted (GET /admin/scavenge/current). */
+  async startScavenge(target: NodeEndpoint | string, credentials: Credentials, parameters: ScavengeParameters): Promise<ScavengeStartOutcome> {
+    const endpoint = endpointOf(target);
+    const query = new URLSearchParams({ threshold: String(parameters.threshold), throttlePercent: String(parameters.throttlePercent), threads: String(parameters.threads) });
+    const response = await this.#request(endpoint, `/admin/scavenge?${query.toString()}`, 'POST', { ...authorizationHeader(credentials), accept: 'application/json' });
+    if (response.status === 200) {
+      const id = scavengeIdOf(response.text);
+      if (id !== undefined) return { kind: 'started', scavengeId: id };
+    }
+    if (response.status === 400 && response.text.includes('already running')) {
+      const current = await this.#request(endpoint, '/admin/scavenge/current', 'GET', { ...authorizationHeader(credentials), accept: 'application/json' });
+      const id = current.status === 200 ? scavengeIdOf(current.text) : undefined;
+      if (id !== undefined) return { kind: 'started', scavengeId: id };
+    }
+    if (response.status === 404 || response.status === 405) return { kind: 'unsupported' };
+    return { kind: 'refused', statusCode: response.status, message: response.text.slice(0, 500) };
+  }
+
+  /** GET /admin/scavenge/{id}: InProgress, the recorded result, or NotFound (a restarted node lost the run). */
+  async scavengeState(target: NodeEndpoint | string, credentials: Credentials, scavengeId: string): Promise<ScavengeRunState> {
+    const endpoint = endpointOf(target);
+    const path = `/admin/scavenge/${encodeURIComponent(scavengeId)}`;
+    const response = await this.#request(endpoint, path, 'GET', { ...authorizationHeader(credentials), accept: 'application/json' });
+    if (response.status === 404) return 'NotFound';
+    if (response.status !== 200) throw new NodeClientError(`GET ${path} on ${endpoint.baseUrl}: ${response.status}`, { statusCode: response.status });
+    let result: unknown;
+    try {
+      result = (JSON.parse(response.text) as { scavengeResult?: unknown }).scavengeResult;
+    } catch (err: unknown) {
+      throw new NodeClientError(`GET ${path} on ${endpoint.baseUrl}: not JSON`, { cause: err });
+    }
+    return typeof result === 'string' && RUN_STATES.has(result) ? (result as ScavengeRunState) : 'Unknown';
+  }
+
+  /** DELETE /admin/scavenge/{id}: the node answers once the run stopped; 404 (already over) is done too. */
+  async stopScavenge(target: NodeEndpoint | string, credentials: Credentials, scavengeId: string, timeoutMs = 60_000): Promise<CommandOutcome> {
+    const endpoint = endpointOf(target);
+    const path = `/admin/scavenge/${encodeURIComponent(scavengeId)}`;
+    const response = await this.#request(endpoint, path, 'DELETE', authorizationHeader(credentials), timeoutMs);
+    if ((response.status >= 200 && response.status < 300) || response.status === 404) return { kind: 'done' };
+    if (response.status === 405) return { kind: 'unsupported' };
+    return { kind: 'refused', statusCode: response.status, message: response.text.slice(0, 500) };
+  }
+
+  /** GET /auto-scavenge/enabled: whether the node runs its own (licensed) cluster scavenges; false when the route is absent. */
+  async autoScavengeEnabled(target: NodeEndpoint | string, credentials: Credentials): Promise<boolean> {
+    const endpoint = endpointOf(target);
+    const response = await this.#request(endpoint, '/auto-scavenge/enabled', 'GET', { ...authorizationHeader(credentials), accept: 'application/json' });
+    if (response.status === 404) return false;
+    if (response.status !== 200) throw new NodeClientError(`GET /auto-scavenge/enabled on ${endpoint.baseUrl}: ${response.status}`, { statusCode: response.status });
+    try {
+      return (JSON.parse(response.text) as { enabled?: unknown }).enabled === true;
+    } catch (err: unknown) {
+      throw new NodeClientError(`GET /auto-scavenge/enabled on ${endpoint.baseUrl}: not JSON`, { cause: err });
+    }
+  }
+
   async #command(endpoint: NodeEndpoint, path: string, credentials: Credentials): Promise<CommandOutcome> {
     const authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
     const response = await this.#request(endpoint, path, 'POST', { authorization });
@@ -245,9 +319,9 @@ export class NodeClient {
     return response.certificateFingerprint === undefined ? { body: parsed.data } : { body: parsed.data, certificateFingerprint: response.certificateFingerprint };
   }
 
-  async #request(endpoint: NodeEndpoint, path: string, method: 'GET' | 'POST', headers: Record<string, string>): Promise<NodeResponse> {
+  async #request(endpoint: NodeEndpoint, path: string, method: NodeRequest['method'], headers: Record<string, string>, timeoutMs = this.#timeoutMs): Promise<NodeResponse> {
     try {
-      return await this.#transport({ url: new URL(path, endpoint.baseUrl), method, headers, tls: endpoint.tls, timeoutMs: this.#timeoutMs });
+      return await this.#transport({ url: new URL(path, endpoint.baseUrl), method, headers, tls: endpoint.tls, timeoutMs });
     } catch (err: unknown) {
       const refused = isTlsRefusal(err);
       const as = endpoint.tls === undefined ? '' : ` (as ${endpoint.tls.serverName})`;
@@ -256,5 +330,18 @@ export class NodeClient {
         { cause: err, code: refused ? 'EDBOP_NODE_TLS_REFUSED' : 'EDBOP_NODE_UNREACHABLE' },
       );
     }
+  }
+}
+
+function authorizationHeader(credentials: Credentials): Record<string, string> {
+  return { authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}` };
+}
+
+function scavengeIdOf(text: string): string | undefined {
+  try {
+    const id = (JSON.parse(text) as { scavengeId?: unknown }).scavengeId;
+    return typeof id === 'string' && id !== '' ? id : undefined;
+  } catch {
+    return undefined;
   }
 }

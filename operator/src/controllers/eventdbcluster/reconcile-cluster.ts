@@ -17,10 +17,11 @@
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
+ *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
  *   roll-out             the planner's next action: create, restart, resign, remove, or wait
  */
 import type { Logger } from 'pino';
-import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, LABEL_ROLE } from '../../api/group.js';
+import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, LABEL_ROLE } from '../../api/group.js';
 import type { Backup } from '../../api/backup.js';
 import type { EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
 import type { NodeClient } from '../../node-client/node-client.js';
@@ -30,7 +31,7 @@ import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
-import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildRestoreJob, credentialsSecretName, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
 import { decodeSecretValue } from '../../resources/secrets.js';
 import { dataClaimName } from '../../resources/names.js';
@@ -135,6 +136,7 @@ export const STEPS: readonly Step[] = [
   { name: 'ensure-pdb', run: ensurePdb },
   { name: 'sync-role-labels', run: syncRoleLabels },
   { name: 'hold-for-backup', run: holdForBackup },
+  { name: 'hold-for-scavenge', run: holdForScavenge },
   { name: 'roll-out', run: rollOut },
 ];
 
@@ -417,6 +419,42 @@ async function holdForBackup(state: ReconcileState): Promise<StepOutcome> {
   state.operation = pod === undefined
     ? { ...operation, step: `${hold.pod} stopped for volume snapshots (backup ${hold.backup})`, podStep: 'Stopped' }
     : { ...operation, podStep: 'Stopping' };
+  return 'stop';
+}
+
+/**
+ * A ScavengeSchedule's cycle holds the cluster (annotation eventdb.io/scavenge-hold:
+ * `<schedule>/<cycle id>`, written by its controller after its status names the cycle): the
+ * cycle is the cluster's one operation (kind Scavenge), so no rolling update, scale or backup
+ * starts while a node scavenges. A rolling update already running finishes first. A hold whose
+ * schedule is gone or no longer runs that cycle is removed.
+ */
+async function holdForScavenge(state: ReconcileState): Promise<StepOutcome> {
+  const text = state.cluster.metadata.annotations?.[ANNOTATION_SCAVENGE_HOLD];
+  let hold = text === undefined ? undefined : /^([a-z0-9][a-z0-9.-]*)\/([0-9a-f-]+)$/.exec(text);
+  if (text !== undefined) {
+    const schedule = hold === undefined || hold === null ? undefined : await state.deps.api.get(SCAVENGE_SCHEDULES, state.identity.namespace, hold[1] ?? '');
+    const status = schedule?.['status'] as { state?: string; currentCycle?: { id?: string } } | undefined;
+    if (hold === null || hold === undefined || status?.currentCycle?.id !== hold[2] || (status?.state !== 'InProgress' && status?.state !== 'Pausing')) {
+      await state.deps.api.patch(EVENTDB_CLUSTERS, state.identity.namespace, state.identity.name, { metadata: { annotations: { [ANNOTATION_SCAVENGE_HOLD]: null } } });
+      hold = undefined;
+    }
+  }
+  const current = state.operation;
+  if (hold === undefined || hold === null) {
+    if (current?.kind === 'Scavenge') {
+      state.operation = undefined;
+      state.lastOperation = { id: current.id, kind: 'Scavenge', result: 'Succeeded', finishedAt: new Date(state.nowMs).toISOString() };
+      await emit(state, { type: 'Normal', reason: 'ScavengeReleased', action: 'Scavenge', note: `scavenge cycle ${current.id} released the cluster` });
+    }
+    return 'continue';
+  }
+  if (current !== undefined && !(current.kind === 'Scavenge' && current.id === hold[2])) return 'continue';
+  if (current === undefined) {
+    state.operation = { id: hold[2] ?? '', kind: 'Scavenge', step: `scavenge cycle of ScavengeSchedule ${hold[1] ?? ''}`, startedAt: new Date(state.nowMs).toISOString() };
+    await emit(state, { type: 'Normal', reason: 'ScavengeStarted', action: 'Scavenge', note: `ScavengeSchedule ${hold[1] ?? ''} holds the cluster for cycle ${hold[2] ?? ''}: its nodes are scavenged one at a time` });
+  }
+  state.requeueAfterMs = BUSY_REQUEUE_MS;
   return 'stop';
 }
 

@@ -1,0 +1,229 @@
+// A ScavengeSchedule on the kind cluster, the operator in the cluster from its image: a
+// three-node EventDBCluster with streams written then hard-deleted; schedule `* * * * *`:
+// - a cycle scavenges every node once, the followers before the leader, the leader asked to
+//   resign (another node leads) before its own scavenge; every node's own
+//   GET /admin/scavenge/{id} says Success for the id in the status; the cluster's operation is
+//   Scavenge during the cycle and released after it;
+// - suspend mid-cycle (throttlePercent 1, so a node scavenge is running): the node scavenge is
+//   stopped (the node says Stopped), Paused with the cycle kept and nodes left; suspend false:
+//   the stopped node is scavenged again and the same cycle completes on the rest.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
+import {
+  applyCluster,
+  createOperatorNamespace,
+  getCluster,
+  installCrds,
+  installOperatorRelease,
+  lastJsonLine,
+  removeOperatorRelease,
+  runInCluster,
+  secretValue,
+  waitClusterReady,
+} from './operator-support.js';
+
+const SPEC = { replicas: 3, storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '20m', memory: '128Mi' } } };
+
+interface CycleNode { pod: string; role?: string; scavengeId?: string; result?: string; startedAt?: string; finishedAt?: string }
+interface ScheduleObject {
+  metadata: { name: string; generation?: number };
+  status?: {
+    state?: string;
+    nextScheduleTime?: string;
+    timeUntilNextCycle?: string;
+    currentCycle?: { id: string; startedAt: string; nodes?: CycleNode[] };
+    history?: { id: string; startedAt: string; finishedAt?: string; result: string }[];
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+}
+
+function applySchedule(namespace: string, name: string, spec: Record<string, unknown>): void {
+  const document = { apiVersion: 'eventdb.io/v1alpha1', kind: 'ScavengeSchedule', metadata: { name, namespace }, spec };
+  const result = kubectl(['apply', '-f', '-'], JSON.stringify(document));
+  if (result.status !== 0) throw new Error(`kubectl apply of ScavengeSchedule ${name} failed:\n${result.out}`);
+}
+
+async function getSchedule(namespace: string, name: string): Promise<ScheduleObject | undefined> {
+  return await api().get<ScheduleObject>(`/apis/eventdb.io/v1alpha1/namespaces/${namespace}/scavengeschedules/${name}`);
+}
+
+async function patchSchedule(namespace: string, name: string, patch: unknown): Promise<void> {
+  await api().call('PATCH', `/apis/eventdb.io/v1alpha1/namespaces/${namespace}/scavengeschedules/${name}`, patch, { patch: 'merge' });
+}
+
+/** Writes `streams` streams of 20 events through the leader, then hard-deletes all but two of them. */
+function writeAndDeleteScript(streams: number): string {
+  return `
+(async () => {
+  const auth = 'Basic ' + Buffer.from('admin:' + process.env.EVENTDB_PASSWORD).toString('base64');
+  const url = 'https://orders-leader:2113';
+  let written = 0, deleted = 0;
+  const call = async (method, path, init) => {
+    for (let attempt = 0; attempt < 30; attempt++) {
+      try {
+        const response = await fetch(url + path, { method, ...init });
+        if (response.status < 500) return response.status;
+      } catch {}
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    return 0;
+  };
+  for (let s = 0; s < ${streams}; s++) {
+    const events = Array.from({ length: 20 }, (_, i) => ({ eventId: crypto.randomUUID(), eventType: 'filler', data: { s, i, pad: 'x'.repeat(2000) } }));
+    if ((await call('POST', '/streams/scav-' + s, { headers: { authorization: auth, 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify(events) })) === 201) written++;
+  }
+  for (let s = 2; s < ${streams}; s++) {
+    if ((await call('DELETE', '/streams/scav-' + s, { headers: { authorization: auth, 'ES-HardDelete': 'true' } })) === 204) deleted++;
+  }
+  console.log(JSON.stringify({ written, deleted }));
+})().catch((err) => { console.error(err); process.exitCode = 1; });
+`;
+}
+
+/** Asks every pod for the run the status names (GET /admin/scavenge/{id}). */
+function runStatesScript(namespace: string, runs: { pod: string; id: string }[]): string {
+  return `
+(async () => {
+  const auth = 'Basic ' + Buffer.from('admin:' + process.env.EVENTDB_PASSWORD).toString('base64');
+  const out = {};
+  for (const run of ${JSON.stringify(runs)}) {
+    const response = await fetch('https://' + run.pod + '.orders-headless.${namespace}.svc:2113/admin/scavenge/' + run.id, { headers: { authorization: auth, accept: 'application/json' } });
+    out[run.pod] = response.status === 200 ? (await response.json()).scavengeResult : 'HTTP ' + response.status;
+  }
+  console.log(JSON.stringify(out));
+})().catch((err) => { console.error(err); process.exitCode = 1; });
+`;
+}
+
+function eventsOf(namespace: string, kind: string): { reason: string; note: string; time: string }[] {
+  const out = kubectl(['get', 'events', '-n', namespace, '--field-selector', `involvedObject.kind=${kind}`, '-o', 'json']).stdout;
+  const items = (JSON.parse(out || '{"items":[]}') as { items: { reason: string; message?: string; eventTime?: string; firstTimestamp?: string; metadata: { creationTimestamp: string } }[] }).items;
+  return items
+    .map((item) => ({ reason: item.reason, note: item.message ?? '', time: item.eventTime ?? item.firstTimestamp ?? item.metadata.creationTimestamp }))
+    .sort((a, b) => a.time.localeCompare(b.time));
+}
+
+describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node EventDBCluster, operator in the cluster', () => {
+  let ns = '';
+  let operatorNamespace = '';
+  let password = '';
+
+  beforeAll(async () => {
+    installCrds();
+    ns = await createNamespace('edb-scav');
+    operatorNamespace = await createOperatorNamespace();
+    installOperatorRelease(operatorNamespace, [ns]);
+    expect(applyCluster(ns, 'orders', SPEC).status).toBe(0);
+    await waitClusterReady(ns, 'orders');
+    password = await secretValue(ns, 'orders-admin', 'password');
+    const wrote = lastJsonLine<{ written: number; deleted: number }>(await runInCluster(ns, 'scav-writer', writeAndDeleteScript(30), { EVENTDB_PASSWORD: password }));
+    expect(wrote).toEqual({ written: 30, deleted: 28 });
+  }, 600_000);
+
+  afterAll(async () => {
+    if (operatorNamespace !== '') await removeOperatorRelease(operatorNamespace);
+    if (ns !== '') await deleteNamespace(ns, 300_000);
+  }, 600_000);
+
+  it('scavenges every node once per cycle: followers first, then the leader after it resigned; the status tells it', async () => {
+    const leaderBefore = (await getCluster(ns, 'orders'))?.status?.leader;
+    expect(leaderBefore).toBeDefined();
+    applySchedule(ns, 'every-minute', { cluster: { name: 'orders' }, schedule: '* * * * *', timeZone: 'UTC' });
+    const waiting = await waitFor('the schedule to say when its first cycle runs', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      return schedule?.status?.state === 'Waiting' && schedule.status.nextScheduleTime !== undefined ? schedule : undefined;
+    }, 60_000);
+    expect(waiting.status?.timeUntilNextCycle).toMatch(/^0\.00:0[01]:\d\d\.\d{7}$/);
+    expect(waiting.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True' });
+    // Follow the cycle: the last view of its nodes, and whether the cluster named it its operation.
+    let cycleId: string | undefined;
+    let nodes: CycleNode[] = [];
+    let heldAsOperation = false;
+    const finished = await waitFor('the first cycle to complete', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      const current = schedule?.status?.currentCycle;
+      if (current !== undefined && (cycleId === undefined || cycleId === current.id)) {
+        cycleId = current.id;
+        nodes = current.nodes ?? [];
+        const operation = (await getCluster(ns, 'orders'))?.status?.operation as { kind?: string; id?: string } | undefined;
+        if (operation?.kind === 'Scavenge' && operation.id === cycleId) heldAsOperation = true;
+      }
+      const done = schedule?.status?.history?.find((entry) => entry.id === cycleId);
+      return done !== undefined ? { schedule, done } : undefined;
+    }, 240_000, 300);
+    // No further cycle while the rest is checked (the next test resumes the schedule).
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
+    process.stdout.write(`[scavenge-schedule] cycle ${cycleId ?? ''}: ${nodes.map((n) => `${n.pod}(${n.role ?? ''}) ${n.result ?? ''}`).join(', ')}; leader before ${leaderBefore ?? ''}\n`);
+    expect(finished.done.result).toBe('Success');
+    expect(heldAsOperation).toBe(true);
+    // Followers first, the leader last, each with its node's run id.
+    expect(nodes.map((node) => node.role)).toEqual(['Follower', 'Follower', 'Leader']);
+    expect(nodes[2]?.pod).toBe(leaderBefore);
+    expect(new Set(nodes.map((node) => node.pod)).size).toBe(3);
+    expect(nodes.every((node) => node.scavengeId !== undefined && node.startedAt !== undefined)).toBe(true);
+    // Every node itself says its run succeeded.
+    const states = lastJsonLine<Record<string, string>>(await runInCluster(ns, 'scav-runs', runStatesScript(ns, nodes.map((node) => ({ pod: node.pod, id: node.scavengeId ?? '' }))), { EVENTDB_PASSWORD: password }));
+    expect(states).toEqual(Object.fromEntries(nodes.map((node) => [node.pod, 'Success'])));
+    // The leader changed before its own scavenge: it resigned, then was scavenged.
+    const leaderAfter = (await waitClusterReady(ns, 'orders')).status?.leader;
+    expect(leaderAfter).toBeDefined();
+    expect(leaderAfter).not.toBe(leaderBefore);
+    const events = eventsOf(ns, 'ScavengeSchedule').filter((event) => event.note.includes(`cycle ${cycleId ?? ''}`));
+    const reasons = events.map((event) => `${event.reason} ${event.note.split(' ')[0] ?? ''}`);
+    const resignAt = reasons.findIndex((entry) => entry.startsWith('LeaderResignRequested'));
+    const leaderStartAt = reasons.findIndex((entry) => entry === `NodeScavengeStarted ${leaderBefore ?? ''}`);
+    expect(resignAt).toBeGreaterThanOrEqual(0);
+    expect(leaderStartAt).toBeGreaterThan(resignAt);
+    expect(reasons.filter((entry) => entry.startsWith('NodeScavengeFinished'))).toHaveLength(3);
+    expect(reasons.some((entry) => entry.startsWith('CycleCompleted'))).toBe(true);
+    // The cluster was given back (waitClusterReady above: Ready with no operation).
+  }, 420_000);
+
+  it('suspend mid-cycle stops the running node scavenge: Paused with nodes left; resumed, the same cycle completes on the rest', async () => {
+    const before = await getSchedule(ns, 'every-minute');
+    const seen = new Set((before?.status?.history ?? []).map((entry) => entry.id));
+    // Throttled to 1 %, a node scavenge rests 99 % of its time: the suspend meets it running.
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: false, throttlePercent: 1 } });
+    const running = await waitFor('a new cycle with a node scavenge running', async () => {
+      const current = (await getSchedule(ns, 'every-minute'))?.status?.currentCycle;
+      if (current === undefined || seen.has(current.id)) return undefined;
+      return (current.nodes ?? []).some((node) => node.result === 'InProgress') ? current : undefined;
+    }, 180_000, 250);
+    const interrupted = running.nodes?.find((node) => node.result === 'InProgress') as CycleNode;
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
+    const paused = await waitFor('the schedule to be Paused', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      if (schedule?.status?.history?.some((entry) => entry.id === running.id)) throw new Error(`cycle ${running.id} completed before the suspend took effect`);
+      return schedule?.status?.state === 'Paused' ? schedule : undefined;
+    }, 120_000, 300);
+    const pausedNodes = paused.status?.currentCycle?.nodes ?? [];
+    process.stdout.write(`[scavenge-schedule] paused cycle ${running.id}: ${pausedNodes.map((n) => `${n.pod} ${n.result ?? ''}`).join(', ')}\n`);
+    expect(paused.status?.currentCycle?.id).toBe(running.id);
+    expect(pausedNodes.some((node) => node.result !== 'Success')).toBe(true);
+    expect(pausedNodes.some((node) => node.result === 'InProgress')).toBe(false);
+    // The running node scavenge was stopped (DELETE), and the node says so.
+    expect(pausedNodes.find((node) => node.pod === interrupted.pod)).toMatchObject({ result: 'Stopped', scavengeId: interrupted.scavengeId });
+    const stopped = lastJsonLine<Record<string, string>>(await runInCluster(ns, 'scav-stopped', runStatesScript(ns, [{ pod: interrupted.pod, id: interrupted.scavengeId ?? '' }]), { EVENTDB_PASSWORD: password }));
+    expect(stopped).toEqual({ [interrupted.pod]: 'Stopped' });
+    expect(paused.status?.conditions?.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'False', reason: 'Paused' });
+    // Paused gives the cluster back; nothing starts while suspended.
+    await waitFor('the cluster released', async () => ((await getCluster(ns, 'orders'))?.status?.operation === undefined ? true : undefined), 60_000);
+    const doneWhenPaused = pausedNodes.filter((node) => node.result === 'Success').map((node) => node.scavengeId);
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: false, throttlePercent: 100 } });
+    let lastNodes: CycleNode[] = pausedNodes;
+    const completed = await waitFor('the paused cycle to complete', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      if (schedule?.status?.currentCycle?.id === running.id) lastNodes = schedule.status.currentCycle.nodes ?? lastNodes;
+      return schedule?.status?.history?.find((entry) => entry.id === running.id);
+    }, 180_000, 300);
+    process.stdout.write(`[scavenge-schedule] resumed cycle ${running.id}: ${lastNodes.map((n) => `${n.pod} ${n.result ?? ''}`).join(', ')}\n`);
+    expect(completed.result).toBe('Success');
+    // The nodes done before the pause were not scavenged again.
+    expect(lastNodes.filter((node) => doneWhenPaused.includes(node.scavengeId))).toHaveLength(doneWhenPaused.length);
+    const reasons = eventsOf(ns, 'ScavengeSchedule').map((event) => event.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['CyclePaused', 'NodeScavengeStopped', 'CycleResumed', 'NodeScavengeRestarted']));
+    // The stopped node was scavenged again in the same cycle, to the end.
+    expect(lastNodes.find((node) => node.pod === interrupted.pod)?.result).toMatch(/^(InProgress|Success)$/);
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
+  }, 420_000);
+});
