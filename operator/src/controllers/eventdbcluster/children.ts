@@ -144,8 +144,10 @@ export async function ensureTlsSecrets(
 /** With tls.mode Secret: the trusted CA the nodes mount (tls.caSecret, or ca.crt beside the certificate). */
 async function missingCa(api: KubeApi, namespace: string, spec: EffectiveSpec): Promise<string | undefined> {
   const name = trustedCaSecretName('', spec) ?? '';
-  if (decodeSecretValue(await api.get(SECRETS, namespace, name), 'ca.crt') !== undefined) return undefined;
-  return spec.tls.caSecret === undefined ? `${name} (ca.crt, or name the CA's Secret in spec.tls.caSecret)` : `${name} (ca.crt)`;
+  const secret = await api.get(SECRETS, namespace, name);
+  // A named CA Secret: any .crt key will do (after a CA migration the new CA may have another key).
+  if (spec.tls.caSecret !== undefined ? crtValues(secret).length > 0 : decodeSecretValue(secret, 'ca.crt') !== undefined) return undefined;
+  return spec.tls.caSecret === undefined ? `${name} (ca.crt, or name the CA's Secret in spec.tls.caSecret)` : `${name} (a .crt key)`;
 }
 
 /** The CA certificates (PEM) of every `.crt` key of a Secret. */

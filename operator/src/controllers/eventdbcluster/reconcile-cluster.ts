@@ -473,8 +473,9 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
       };
       if (verdict.kind === 'verified') return verified('already loaded');
       if (verdict.kind === 'unreachable') return void waiting.push(`${name}: ${verdict.why}`);
+      // The kubelet refreshes the pod's Secret volumes (certificate and CA) at once.
+      await nudgeKubelet(api, state.identity, pod, target.hash).catch((err: unknown) => state.log.warn({ err, pod: name }, 'pod not annotated'));
       if (verdict.kind === 'waiting-for-files') {
-        await nudgeKubelet(api, state.identity, pod, target.hash).catch((err: unknown) => state.log.warn({ err, pod: name }, 'pod not annotated'));
         if (ageMs > FILES_WAIT_LIMIT_MS) failed.push(`${name}: its certificate file is still not the Secret's after ${Math.round(ageMs / 1000)} s (${verdict.why})`);
         else waiting.push(`${name}: waiting for the kubelet to update its files`);
         return;
