@@ -77,7 +77,7 @@ export function podRevision(input: Omit<PodInput, 'pod' | 'clusterSize'>): strin
     spec.licenseSecret ?? null,
     spec.storage.index === undefined ? 'index-on-data' : 'index-volume',
     // How nodes reload certificates is the operator's business, not the node's: no restart.
-    nodesServeTls(spec) ? { ...spec.tls, reload: undefined } : 'insecure',
+    nodesServeTls(spec) ? { ...spec.tls, reload: undefined, certificateValidityMs: undefined, renewBeforeMs: undefined } : 'insecure',
     {
       nodeSelector: spec.podTemplate.nodeSelector,
       affinity: spec.podTemplate.affinity,

@@ -130,9 +130,9 @@ export async function ensureTlsSecrets(
   const ca = { certificatePem: decodeSecretValue(caSecret, 'ca.crt') ?? '', privateKeyPem: decodeSecretValue(caSecret, 'ca.key') ?? '' };
   const nodeSecret = await api.get(SECRETS, cluster.namespace, nodeTlsSecretName(cluster.name));
   const current = decodeSecretValue(nodeSecret, 'tls.crt');
-  const problem = current === undefined ? 'missing' : nodeCertificateProblem(cluster, current, ca.certificatePem, spec.tls.reservedNodeCommonName, nowMs);
+  const problem = current === undefined ? 'missing' : nodeCertificateProblem(cluster, current, ca.certificatePem, spec.tls.reservedNodeCommonName, nowMs, spec.tls.renewBeforeMs);
   if (problem !== undefined) {
-    const secret = buildNodeTlsSecret(cluster, ca, spec.tls.reservedNodeCommonName, nowMs);
+    const secret = buildNodeTlsSecret(cluster, ca, spec.tls.reservedNodeCommonName, nowMs, spec.tls.certificateValidityMs);
     await api.apply(SECRETS, secret, { force: true });
     log.info({ secret: nodeTlsSecretName(cluster.name), why: problem }, 'node certificate issued');
     events.push({ reason: 'NodeCertificateIssued', note: `issued the node certificate in Secret ${nodeTlsSecretName(cluster.name)} (${problem})` });

@@ -260,6 +260,30 @@ describe('reconcileCluster', () => {
     expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
   });
 
+  it('self-signed: renews the node certificate tls.renewBefore before it expires, and reloads the node with it', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', certificateValidity: '10m', renewBefore: '8m' } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    const first = harness.status().certificates;
+    expect(Date.parse(first?.notAfter ?? '') - Date.parse('2026-03-04T10:00:00Z')).toBe(10 * 60_000);
+    const issued = (): number => harness.events.filter((event) => event.reason === 'NodeCertificateIssued').length;
+    expect(issued()).toBe(1);
+    // Not yet due 1 min 50 s in; due once less than 8 minutes are left.
+    while (harness.clock.nowMs() < Date.parse('2026-03-04T10:01:50Z')) await harness.reconcile();
+    expect(issued()).toBe(1);
+    for (let i = 0; i < 10; i++) await harness.reconcile();
+    expect(issued()).toBe(2);
+    for (let i = 0; i < 5 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    const status = harness.status();
+    expect(status.certificates?.notAfter).not.toBe(first?.notAfter);
+    expect(status.certificates?.secretHash).not.toBe(first?.secretHash);
+    expect(harness.signals).toEqual(['orders-0']);
+    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+    expect(harness.deps.metrics.registry.render()).toMatch(/eventdb_operator_certificate_rotation_seconds\{namespace="shop",name="orders"\} \d/);
+  });
+
   it('speaks plain http with tls.mode Disabled: nodes run Insecure with HTTP probes', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1, tls: { mode: 'Disabled' } });
