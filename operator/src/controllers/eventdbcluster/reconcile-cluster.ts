@@ -333,7 +333,12 @@ async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   }
   const tls = await ensureTlsSecrets(state.deps.api, state.identity, spec, state.nowMs, state.log);
   for (const event of tls.events) await emit(state, { type: 'Normal', action: 'Create', ...event });
-  if (tls.certificates !== undefined) state.certificates = tls.certificates;
+  if (tls.certificates !== undefined) {
+    // secretHash is the hash the nodes were verified with: reload-certificates sets it, nothing else.
+    const { secretHash: _secretHash, ...described } = tls.certificates;
+    const verified = state.previous?.certificates?.secretHash;
+    state.certificates = verified === undefined ? described : { ...described, secretHash: verified };
+  }
   if (tls.fingerprint !== undefined) state.expectedFingerprint = tls.fingerprint;
   const missing = [...users.missing, ...tls.missing];
   if (missing.length === 0) return 'continue';
@@ -494,10 +499,13 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     }),
   );
   if (running.every((pod) => completed.has(pod.name))) {
-    const changedAtMs = read.changedAtMs !== undefined && read.changedAtMs <= state.nowMs ? read.changedAtMs : Date.parse(operation.startedAt);
-    const seconds = Math.max(0, (state.nowMs - changedAtMs) / 1000);
+    // The time the last node was verified: now, not the reconcile's start (reloads took a while).
+    const verifiedMs = Math.max(state.nowMs, state.deps.clock.nowMs());
+    const nowIso = new Date(verifiedMs).toISOString();
+    const changedAtMs = read.changedAtMs !== undefined && read.changedAtMs <= verifiedMs ? read.changedAtMs : Date.parse(operation.startedAt);
+    const seconds = Math.max(0, (verifiedMs - changedAtMs) / 1000);
     state.deps.metrics.certificateRotationSeconds.set({ namespace: state.identity.namespace, name: state.identity.name }, seconds);
-    state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (state.nowMs - Date.parse(operation.startedAt)) / 1000);
+    state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (verifiedMs - Date.parse(operation.startedAt)) / 1000);
     state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 0);
     state.operation = undefined;
     state.lastOperation = { id, kind: 'CertificateReload', result: 'Succeeded', finishedAt: nowIso };
