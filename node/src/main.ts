@@ -320,6 +320,7 @@ async function startNode(
     ...(autoScavenge === undefined ? {} : { autoScavenge }),
     ...(member === undefined ? {} : { cluster: clusterApi(member, config.readOnlyReplica, live.tls === undefined ? 'http' : 'https') }),
     reload: () => live.reloader.reload(),
+    lastReload: () => live.reloader.last(),
     ...(live.tls === undefined ? {} : { tls: live.tls }),
     ...(projections === undefined ? {} : { projections }),
   });

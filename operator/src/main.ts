@@ -16,6 +16,7 @@ import { reconcileScavengeSchedule, type ScavengeScheduleControllerDeps } from '
 import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
 import { nodeSupportsClustering } from './resources/node-settings.js';
 import { NodeClient } from './node-client/node-client.js';
+import { ExecNodeSignaller } from './node-client/node-signal.js';
 import { ClientNodeKubeApi } from './runtime/client-node-kube-api.js';
 import { systemClock } from './runtime/clock.js';
 import { Controller } from './runtime/controller.js';
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
     pods,
     client: new NodeClient({ timeoutMs: 5000 }),
     access,
+    signaller: new ExecNodeSignaller(kubeConfig),
     events: new EventRecorder({ api, clock: systemClock, log, controller: 'eventdb.io/eventdb-operator', instance: config.identity }),
     clock: systemClock,
     metrics,

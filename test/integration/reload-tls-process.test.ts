@@ -152,6 +152,10 @@ describe('certificate reload without a restart', () => {
       const still = await get('/info');
       expect(still.fingerprint).toBe(fingerprintOf(v1.certPem));
       expect(still.json().certificate.fingerprintSha256).toBe(fingerprintOf(v1.certPem));
+      // /info tells a signal's sender what happened: the file on disk is the new certificate,
+      // the one served the old, and the last reload was refused, with the reason.
+      expect(still.json().certificateOnDisk).toEqual({ fingerprintSha256: fingerprintOf(v2.certPem) });
+      expect(still.json().lastReload).toMatchObject({ result: 'Refused', message: expect.stringMatching(/private key in .* does not match the certificate/) });
       // The same by the endpoint: 400 naming the files.
       mark = node.output.length;
       const mismatched = await reload(basic('admin', 'changeit'));
@@ -185,6 +189,9 @@ describe('certificate reload without a restart', () => {
       });
       const renewed = await get('/info');
       expect(renewed.fingerprint).toBe(fingerprintOf(v2.certPem));
+      expect(renewed.json().lastReload).toMatchObject({ result: 'Applied' });
+      expect(renewed.json().lastReload.message).toBeUndefined();
+      expect(renewed.json().certificateOnDisk).toEqual({ fingerprintSha256: fingerprintOf(v2.certPem) });
       const certificate = renewed.json().certificate;
       expect(certificate).toMatchObject({
         fingerprintSha256: fingerprintOf(v2.certPem),

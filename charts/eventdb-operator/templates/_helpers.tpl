@@ -50,6 +50,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete, patch]
+# Certificate reload with tls.reload Signal: SIGHUP to the node (PID 1) through the exec API.
+- apiGroups: [""]
+  resources: [pods/exec]
+  verbs: [create]
 - apiGroups: [""]
   resources: [services, configmaps, secrets]
   verbs: [get, create, patch]

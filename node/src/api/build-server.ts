@@ -31,7 +31,8 @@ import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
-import type { ReloadOutcome } from '../reload/reload.js';
+import type { LastReload, ReloadOutcome } from '../reload/reload.js';
+import { certificateOnDisk } from '../tls/on-disk.js';
 import type { TlsState } from '../tls/tls-state.js';
 import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
 import { registerProjectionsRoutes } from './routes/projections.js';
@@ -66,6 +67,8 @@ export interface BuildServerDeps {
   readonly tls?: TlsState;
   /** Configuration reload (POST /admin/reloadconfig); that route is absent without it. */
   readonly reload?: () => Promise<ReloadOutcome>;
+  /** How the last reload went (GET /info `lastReload`). */
+  readonly lastReload?: () => LastReload | undefined;
   /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
   readonly projections?: ProjectionsSubsystem;
 }
@@ -153,7 +156,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerInfoRoutes(app, {
     security, loaded: deps.loaded, version, ...nodeState,
     features: { projections: deps.projections !== undefined, userManagement: true, atomPub: true },
-    ...(tls === undefined ? {} : { certificate: () => tls.describe() }),
+    ...(tls === undefined ? {} : { certificate: () => tls.describe(), certificateOnDisk: () => certificateOnDisk(config.certificateFile) }),
+    ...(deps.lastReload === undefined ? {} : { lastReload: deps.lastReload }),
   });
   if (deps.reload !== undefined) {
     const certificateFingerprint = () => tls?.material().leaf.fingerprint256;

@@ -74,9 +74,19 @@ export interface ReloadStepOptions {
   readonly liveOptions?: readonly OptionName[];
 }
 
+/** How the last reload went (SIGHUP or endpoint alike), for GET /info: an operator checks its reloads by it. */
+export interface LastReload {
+  readonly atMs: number;
+  readonly result: 'Applied' | 'Refused';
+  /** Why a refused reload changed nothing. */
+  readonly message?: string;
+}
+
 export interface Reloader {
   /** Re-reads and applies the configuration, after any reload under way; all or nothing. */
   reload(): Promise<ReloadOutcome>;
+  /** The outcome of the last reload that finished; undefined before any. */
+  last(): LastReload | undefined;
   /** The configuration in force: the startup one with the live options as last reloaded. */
   current(): NodeConfig;
   /** Adds a step run on every reload (see ReloadStep), in the order added. */
@@ -89,6 +99,7 @@ export interface ReloaderOptions {
   readonly initial: NodeConfig;
   /** The root logger: its level is the live `logLevel`. */
   readonly log: Logger;
+  readonly nowMs?: () => number;
 }
 
 function asEventDbError(err: unknown): EventDbError {
@@ -101,6 +112,12 @@ export function createReloader(options: ReloaderOptions): Reloader {
   let running: NodeConfig = options.initial;
   const steps: Array<{ name: string; step: ReloadStep; liveOptions: readonly OptionName[] }> = [];
   let queue: Promise<unknown> = Promise.resolve();
+  let last: LastReload | undefined;
+  const nowMs = options.nowMs ?? Date.now;
+  const record = (outcome: ReloadOutcome): ReloadOutcome => {
+    last = outcome.ok ? { atMs: nowMs(), result: 'Applied' } : { atMs: nowMs(), result: 'Refused', message: outcome.error.message };
+    return outcome;
+  };
 
   const apply = (change: OptionChange): void => {
     if (change.option === 'logLevel') log.level = String(change.to);
@@ -155,11 +172,12 @@ export function createReloader(options: ReloaderOptions): Reloader {
 
   return {
     current: () => running,
+    last: () => last,
     addStep(name, step, stepOptions = {}) {
       steps.push({ name, step, liveOptions: stepOptions.liveOptions ?? [] });
     },
     reload() {
-      const run = queue.then(reloadOnce);
+      const run = queue.then(reloadOnce).then(record);
       queue = run.catch(() => undefined);
       return run;
     },

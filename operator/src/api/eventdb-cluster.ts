@@ -79,6 +79,10 @@ export const TlsSpec = z
       .enum(['Signal', 'Endpoint'])
       .optional()
       .describe('How nodes reload certificates: Signal (SIGHUP) or Endpoint (POST /admin/reloadconfig). Default Signal.'),
+    certificateValidity: Duration.optional().describe('mode SelfSigned: validity of the node certificates the operator issues (default 8760h, a year).'),
+    renewBefore: Duration.optional().describe(
+      'mode SelfSigned: the operator renews the node certificate this long before it expires (default 720h, 30 days); must be shorter than certificateValidity.',
+    ),
   })
   .meta(
     celRules({

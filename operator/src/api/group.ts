@@ -66,3 +66,8 @@ export const ANNOTATION_CLUSTER_SIZE = 'eventdb.io/cluster-size';
 
 /** The node's HTTP port inside the pod, named `http` on every Service. */
 export const NODE_HTTP_PORT = 2113;
+/**
+ * Annotation on pods: the content hash of the certificate Secrets the operator wants the node to
+ * reload. Setting it also makes the kubelet sync the pod, which refreshes its Secret volumes now.
+ */
+export const ANNOTATION_CERTIFICATE_HASH = 'eventdb.io/certificate-hash';

@@ -46,6 +46,20 @@ export type Gossip = z.infer<typeof Gossip>;
 export const NodeInfo = z.looseObject({ esVersion: z.string(), state: z.string() });
 export type NodeInfo = z.infer<typeof NodeInfo>;
 
+/** GET /info's certificate part: what the node loaded, the file on disk now, the last reload. */
+export const NodeCertificateReport = z.looseObject({
+  certificate: z
+    .looseObject({
+      fingerprintSha256: z.string(),
+      notAfter: z.string().optional(),
+      trustedRoots: z.array(z.looseObject({ fingerprintSha256: z.string() })).optional(),
+    })
+    .optional(),
+  certificateOnDisk: z.looseObject({ fingerprintSha256: z.string().optional(), problem: z.string().optional() }).optional(),
+  lastReload: z.looseObject({ at: z.string(), result: z.string(), message: z.string().optional() }).optional(),
+});
+export type NodeCertificateReport = z.infer<typeof NodeCertificateReport>;
+
 export interface Credentials {
   readonly username: string;
   readonly password: string;
@@ -213,6 +227,12 @@ export class NodeClient {
   async observe(target: NodeEndpoint | string): Promise<{ gossip: Gossip; certificateFingerprint?: string }> {
     const { body, certificateFingerprint } = await this.#getJson(endpointOf(target), '/gossip', Gossip);
     return certificateFingerprint === undefined ? { gossip: body } : { gossip: body, certificateFingerprint };
+  }
+
+  /** The node's own report of its certificates (GET /info) and the certificate served on that connection. */
+  async certificateReport(target: NodeEndpoint | string): Promise<{ report: NodeCertificateReport; servedFingerprint?: string }> {
+    const { body, certificateFingerprint } = await this.#getJson(endpointOf(target), '/info', NodeCertificateReport);
+    return certificateFingerprint === undefined ? { report: body } : { report: body, servedFingerprint: certificateFingerprint };
   }
 
   async info(target: NodeEndpoint | string): Promise<NodeInfo> {

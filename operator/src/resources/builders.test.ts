@@ -119,7 +119,11 @@ describe('node configuration file', () => {
   it('with tls.mode Secret mounts the user certificate and trusts tls.caSecret, or ca.crt beside the certificate', () => {
     const sourcesOf = (p: Json): Json[] => (p['spec'].volumes as Json[]).find((volume) => volume['name'] === 'tls')?.['projected'].sources as Json[];
     const withCa = pod({ tls: { mode: 'Secret', certificateSecret: { name: 'orders-tls' }, caSecret: { name: 'orders-ca-bundle' } } }) as Json;
-    expect(sourcesOf(withCa).map((source) => source['secret'].name)).toEqual(['orders-tls', 'orders-ca-bundle']);
+    // A named CA Secret is mounted whole (every .crt key trusted: CA migration) as the trusted-roots folder.
+    expect(sourcesOf(withCa).map((source) => source['secret'].name)).toEqual(['orders-tls']);
+    expect((withCa['spec'].volumes as Json[]).find((volume) => volume['name'] === 'tls-ca')?.['secret']).toEqual({ secretName: 'orders-ca-bundle' });
+    expect(withCa['spec'].containers[0].volumeMounts).toContainEqual({ name: 'tls-ca', mountPath: '/etc/eventdb/tls-ca', readOnly: true });
+    expect(withCa['spec'].containers[0].env).toContainEqual({ name: 'SERVICE_TRUSTED_ROOT_CERTIFICATES_PATH', value: '/etc/eventdb/tls-ca' });
     const beside = pod({ tls: { mode: 'Secret', certificateSecret: { name: 'orders-tls' } } }) as Json;
     expect(sourcesOf(beside).map((source) => source['secret'].name)).toEqual(['orders-tls', 'orders-tls']);
     expect(beside['spec'].containers[0].readinessProbe.httpGet.scheme).toBe('HTTPS');

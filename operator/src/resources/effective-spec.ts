@@ -5,7 +5,7 @@
  * no fields they did not write.
  */
 import type { z } from 'zod';
-import { isKnownTimeZone } from '../api/common.js';
+import { isKnownTimeZone, parseDurationMs } from '../api/common.js';
 import type { Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint } from '../api/core-v1.js';
 import { EventDBClusterSpec, type TlsMode } from '../api/eventdb-cluster.js';
 import { checkNodeConfiguration, type NodeConfiguration } from '../api/node-configuration.js';
@@ -45,6 +45,9 @@ export interface EffectiveSpec {
     readonly caSecret?: string;
     readonly reservedNodeCommonName: string;
     readonly reload: 'Signal' | 'Endpoint';
+    /** SelfSigned: validity of issued node certificates, and how long before expiry they are renewed. */
+    readonly certificateValidityMs: number;
+    readonly renewBeforeMs: number;
   };
   readonly users: { readonly admin: SecretKeyRef; readonly ops: SecretKeyRef };
   readonly licenseSecret?: { readonly name: string; readonly key: string };
@@ -96,6 +99,18 @@ export function effectiveSpec(clusterName: string, rawSpec: unknown, defaults: O
   if (tlsMode === 'Secret' && spec.tls?.certificateSecret === undefined) {
     issues.push('spec.tls.certificateSecret: required with tls.mode Secret');
   }
+  const durationOf = (text: string | undefined, fallbackMs: number, field: string): number => {
+    if (text === undefined) return fallbackMs;
+    try {
+      return parseDurationMs(text);
+    } catch (err: unknown) {
+      issues.push(`spec.tls.${field}: ${(err as Error).message}`);
+      return fallbackMs;
+    }
+  };
+  const certificateValidityMs = durationOf(spec.tls?.certificateValidity, 365 * 86_400_000, 'certificateValidity');
+  const renewBeforeMs = durationOf(spec.tls?.renewBefore, Math.min(30 * 86_400_000, certificateValidityMs / 2), 'renewBefore');
+  if (renewBeforeMs >= certificateValidityMs) issues.push('spec.tls.renewBefore: must be shorter than tls.certificateValidity');
   if (issues.length > 0 || !configuration.ok) return { ok: false, issues };
   return {
     ok: true,
@@ -116,6 +131,8 @@ export function effectiveSpec(clusterName: string, rawSpec: unknown, defaults: O
         ...(spec.tls?.caSecret === undefined ? {} : { caSecret: spec.tls.caSecret.name }),
         reservedNodeCommonName: spec.tls?.reservedNodeCommonName ?? 'eventdb-node',
         reload: spec.tls?.reload ?? 'Signal',
+        certificateValidityMs,
+        renewBeforeMs,
       },
       users: {
         admin: secretRef(spec.users?.adminPasswordSecret, adminSecretName(clusterName)),

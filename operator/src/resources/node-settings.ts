@@ -27,6 +27,8 @@ export const INDEX_MOUNT_PATH = '/index';
 export const CONFIG_MOUNT_PATH = '/etc/eventdb';
 export const CONFIG_FILE_NAME = 'eventdb.conf';
 export const TLS_MOUNT_PATH = '/etc/eventdb/tls';
+/** tls.caSecret, mounted whole: every .crt key is a trusted root. */
+export const TLS_CA_MOUNT_PATH = '/etc/eventdb/tls-ca';
 /** Port of node-to-node replication, once the node has the option. */
 export const NODE_REPLICATION_PORT = 1112;
 
@@ -78,7 +80,7 @@ function managedOptions(spec: EffectiveSpec): Record<string, unknown> {
   if (nodesServeTls(spec)) {
     managed['certificateFile'] = `${TLS_MOUNT_PATH}/tls.crt`;
     managed['certificatePrivateKeyFile'] = `${TLS_MOUNT_PATH}/tls.key`;
-    managed['trustedRootCertificatesPath'] = `${TLS_MOUNT_PATH}/ca`;
+    managed['trustedRootCertificatesPath'] = spec.tls.caSecret === undefined ? `${TLS_MOUNT_PATH}/ca` : TLS_CA_MOUNT_PATH;
     managed['certificateReservedNodeCommonName'] = spec.tls.reservedNodeCommonName;
   } else {
     managed['insecure'] = true;

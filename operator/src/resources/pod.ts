@@ -22,7 +22,7 @@ import {
   DATA_MOUNT_PATH,
   INDEX_MOUNT_PATH,
   NODE_REPLICATION_PORT,
-  TLS_MOUNT_PATH,
+  TLS_MOUNT_PATH, TLS_CA_MOUNT_PATH,
   has,
   nodeEnvironment,
   nodesServeTls,
@@ -76,7 +76,8 @@ export function podRevision(input: Omit<PodInput, 'pod' | 'clusterSize'>): strin
     spec.users.ops,
     spec.licenseSecret ?? null,
     spec.storage.index === undefined ? 'index-on-data' : 'index-volume',
-    nodesServeTls(spec) ? spec.tls : 'insecure',
+    // How nodes reload certificates is the operator's business, not the node's: no restart.
+    nodesServeTls(spec) ? { ...spec.tls, reload: undefined, certificateValidityMs: undefined, renewBeforeMs: undefined } : 'insecure',
     {
       nodeSelector: spec.podTemplate.nodeSelector,
       affinity: spec.podTemplate.affinity,
@@ -135,7 +136,14 @@ function volumes(input: PodInput): { volumes: unknown[]; mounts: unknown[] } {
     const secret = input.spec.tls.certificateSecret ?? nodeTlsSecretName(input.cluster.name);
     const sources: unknown[] = [{ secret: { name: secret, items: [{ key: 'tls.crt', path: 'tls.crt' }, { key: 'tls.key', path: 'tls.key' }] } }];
     const caSecret = trustedCaSecretName(input.cluster.name, input.spec);
-    if (caSecret !== undefined) sources.push({ secret: { name: caSecret, items: [{ key: 'ca.crt', path: 'ca/ca.crt' }] } });
+    // A CA Secret the user names is mounted whole: every .crt key is a trusted root (old and new
+    // CA side by side during a migration); otherwise its ca.crt only (the node Secret holds the key).
+    if (input.spec.tls.caSecret !== undefined) {
+      list.push({ name: 'tls-ca', secret: { secretName: input.spec.tls.caSecret } });
+      mounts.push({ name: 'tls-ca', mountPath: TLS_CA_MOUNT_PATH, readOnly: true });
+    } else if (caSecret !== undefined) {
+      sources.push({ secret: { name: caSecret, items: [{ key: 'ca.crt', path: 'ca/ca.crt' }] } });
+    }
     list.push({ name: 'tls', projected: { sources } });
     mounts.push({ name: 'tls', mountPath: TLS_MOUNT_PATH, readOnly: true });
   }

@@ -72,9 +72,9 @@ export function nodeCertificateNames(cluster: ClusterIdentity): string[] {
   return names;
 }
 
-export function buildNodeTlsSecret(cluster: ClusterIdentity, ca: KeyPairPem, commonName: string, nowMs: number): KubeObject {
+export function buildNodeTlsSecret(cluster: ClusterIdentity, ca: KeyPairPem, commonName: string, nowMs: number, validityMs = NODE_CERT_VALIDITY_DAYS * 86_400_000): KubeObject {
   const certificate = createSignedCertificate(
-    { commonName, subjectAltNames: nodeCertificateNames(cluster), validityDays: NODE_CERT_VALIDITY_DAYS, nowMs },
+    { commonName, subjectAltNames: nodeCertificateNames(cluster), validityDays: validityMs / 86_400_000, nowMs },
     ca,
   );
   return secret(cluster, nodeTlsSecretName(cluster.name), 'kubernetes.io/tls', {
@@ -94,11 +94,15 @@ export function nodeCertificateProblem(
   caPem: string,
   commonName: string,
   nowMs: number,
+  renewBeforeMs = NODE_CERT_RENEW_BEFORE_MS,
 ): string | undefined {
   try {
     const certificate = new X509Certificate(certificatePem);
     if (!certificate.checkIssued(new X509Certificate(caPem))) return 'not issued by the cluster CA';
-    if (Date.parse(certificate.validTo) - nowMs < NODE_CERT_RENEW_BEFORE_MS) return 'expires within 30 days';
+    if (Date.parse(certificate.validTo) - nowMs < renewBeforeMs) {
+      const margin = renewBeforeMs % 86_400_000 === 0 ? `${renewBeforeMs / 86_400_000} days` : `${Math.round(renewBeforeMs / 1000)} s`;
+      return `expires within ${margin}`;
+    }
     if (certificate.subject !== `CN=${commonName}`) return `common name is not ${commonName}`;
     const names = new Set((certificate.subjectAltName ?? '').split(', ').map((entry) => entry.replace(/^(DNS|IP Address):/, '')));
     const missing = nodeCertificateNames(cluster).find((entry) => !names.has(entry));

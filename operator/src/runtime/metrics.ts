@@ -183,4 +183,12 @@ export class OperatorMetrics {
     '1 for the phase each EventDBCluster is in, by namespace, name and phase.',
   );
   readonly clusterReadyNodes = this.registry.gauge('eventdb_operator_cluster_ready_nodes', 'Ready nodes of each EventDBCluster.');
+  readonly certificateRotationSeconds = this.registry.gauge(
+    'eventdb_operator_certificate_rotation_seconds',
+    'Seconds from the last change of a cluster\'s certificate or CA Secret to the last node verified serving it, by namespace and name.',
+  );
+  readonly certificateNotAfter = this.registry.gauge(
+    'eventdb_operator_certificate_not_after_timestamp_seconds',
+    'Expiry (Unix seconds) of the node certificate in each cluster\'s Secret, by namespace and name.',
+  );
 }

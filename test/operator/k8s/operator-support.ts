@@ -181,8 +181,8 @@ export async function clusterPods(namespace: string, cluster: string): Promise<P
  * Runs `script` (Node.js, with global fetch) in a pod of the node image inside the cluster, with
  * the admin credentials in EVENTDB_AUTH, and returns its log. The pod is removed afterwards.
  */
-export async function runInCluster(namespace: string, name: string, script: string, env: Record<string, string> = {}, timeoutMs = 300_000, cluster = 'orders'): Promise<string> {
-  const trust = trustClusterCa(cluster);
+export async function runInCluster(namespace: string, name: string, script: string, env: Record<string, string> = {}, timeoutMs = 300_000, cluster = 'orders', trustSecret?: string): Promise<string> {
+  const trust = trustClusterCa(cluster, trustSecret);
   const { pod, log } = await runScriptPod(namespace, name, script, { ...env, ...trust.env }, { timeoutMs, volumes: trust.volumes, volumeMounts: trust.volumeMounts });
   await api().call('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, { gracePeriodSeconds: 0 }, { ok: [404] });
   if (pod.status?.phase !== 'Succeeded') throw new Error(`script pod ${name} failed:\n${log}`);
@@ -194,10 +194,10 @@ export async function runInCluster(namespace: string, name: string, script: stri
  * operator's `<cluster>-node-tls` Secret, optional so a cluster without TLS still works) added
  * to Node's trusted roots, which the global fetch uses.
  */
-export function trustClusterCa(cluster: string): { env: Record<string, string>; volumes: unknown[]; volumeMounts: unknown[] } {
+export function trustClusterCa(cluster: string, trustSecret = `${cluster}-node-tls`): { env: Record<string, string>; volumes: unknown[]; volumeMounts: unknown[] } {
   return {
     env: { NODE_EXTRA_CA_CERTS: '/etc/eventdb-ca/ca.crt' },
-    volumes: [{ name: 'cluster-ca', secret: { secretName: `${cluster}-node-tls`, optional: true, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }],
+    volumes: [{ name: 'cluster-ca', secret: { secretName: trustSecret, optional: true, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }],
     volumeMounts: [{ name: 'cluster-ca', mountPath: '/etc/eventdb-ca', readOnly: true }],
   };
 }
@@ -295,11 +295,11 @@ export interface WritersSummary {
  * `maxDurationMs`). A failed attempt is retried with the same event id. Then it reads every
  * acknowledged event back through each of `readUrls` and prints a WritersSummary.
  */
-export async function startWriters(namespace: string, options: { name: string; writeUrl: string; readUrls: string[]; writers: number; password: string; maxDurationMs?: number; cluster?: string }): Promise<{ stop(): Promise<WritersSummary> }> {
-  const trust = trustClusterCa(options.cluster ?? 'orders');
+export async function startWriters(namespace: string, options: { name: string; writeUrl: string; readUrls: string[]; writers: number; password: string; maxDurationMs?: number; cluster?: string; trustSecret?: string }): Promise<{ stop(): Promise<WritersSummary> }> {
+  const trust = trustClusterCa(options.cluster ?? 'orders', options.trustSecret);
   const script = `
 const fs = require('node:fs');
-const options = ${JSON.stringify({ ...options, password: undefined, maxDurationMs: options.maxDurationMs ?? 900_000 })};
+const options = ${JSON.stringify({ ...options, password: undefined, trustSecret: undefined, maxDurationMs: options.maxDurationMs ?? 900_000 })};
 const auth = 'Basic ' + Buffer.from('admin:' + process.env.EVENTDB_PASSWORD).toString('base64');
 const started = Date.now();
 let lastAck = Date.now(), maxGapMs = 0, maxGapAtMs = 0, acked = 0, failedAttempts = 0, firstError;

@@ -11,6 +11,8 @@ import type { LoadedConfig } from '../../config/load.js';
 import { yamlKey } from '../../config/option-names.js';
 import { OPTION_NAMES, optionSpec, type OptionName } from '../../config/schema.js';
 import type { CertificateInfo } from '../../tls/tls-state.js';
+import type { CertificateOnDisk } from '../../tls/on-disk.js';
+import type { LastReload } from '../../reload/reload.js';
 import type { Authorizer } from '../auth-types.js';
 import { authorizeRequest } from '../security/http-auth.js';
 import { registerZodScope, type HostApp } from './zod-route-scope.js';
@@ -23,6 +25,10 @@ export interface InfoRoutesDeps {
   readonly version: string;
   /** The certificate served and the trusted roots (`certificate`); absent with --insecure. */
   readonly certificate?: () => CertificateInfo;
+  /** The certificate in the certificate file now (served only after a reload); absent with --insecure. */
+  readonly certificateOnDisk?: () => CertificateOnDisk;
+  /** How the last configuration reload (SIGHUP or endpoint) went. */
+  readonly lastReload?: () => LastReload | undefined;
   /** EventStoreDB node state, e.g. 'Leader'; reported lower-cased. Default 'Leader'. */
   readonly nodeState?: () => string;
   readonly features?: {
@@ -73,6 +79,10 @@ export const InfoResponseSchema = z.object({
       ),
     })
     .optional(),
+  /** The certificate file as it is now (not in EventStoreDB's /info): a replaced file is served after a reload. */
+  certificateOnDisk: z.object({ fingerprintSha256: z.string().optional(), problem: z.string().optional() }).optional(),
+  /** The last configuration reload (SIGHUP or POST /admin/reloadconfig) and, when refused, why. */
+  lastReload: z.object({ at: z.string(), result: z.enum(['Applied', 'Refused']), message: z.string().optional() }).optional(),
 });
 
 export const OptionInfoSchema = z.object({
@@ -92,6 +102,11 @@ const SOURCE_NAMES = {
   flag: 'Command Line',
 } as const;
 
+function lastReloadOf(last: LastReload | undefined): { lastReload?: { at: string; result: 'Applied' | 'Refused'; message?: string } } {
+  if (last === undefined) return {};
+  return { lastReload: { at: new Date(last.atMs).toISOString(), result: last.result, ...(last.message === undefined ? {} : { message: last.message }) } };
+}
+
 export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
   registerZodScope(app, (scope) => {
     scope.get(
@@ -106,6 +121,8 @@ export function registerInfoRoutes(app: HostApp, deps: InfoRoutesDeps): void {
         features: deps.features ?? { projections: false, userManagement: true, atomPub: true },
         authentication: { type: 'internal', properties: {} },
         ...(deps.certificate === undefined ? {} : { certificate: deps.certificate() }),
+        ...(deps.certificateOnDisk === undefined ? {} : { certificateOnDisk: deps.certificateOnDisk() }),
+        ...lastReloadOf(deps.lastReload?.()),
       }),
     );
     scope.get(

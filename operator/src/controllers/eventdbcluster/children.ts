@@ -130,9 +130,9 @@ export async function ensureTlsSecrets(
   const ca = { certificatePem: decodeSecretValue(caSecret, 'ca.crt') ?? '', privateKeyPem: decodeSecretValue(caSecret, 'ca.key') ?? '' };
   const nodeSecret = await api.get(SECRETS, cluster.namespace, nodeTlsSecretName(cluster.name));
   const current = decodeSecretValue(nodeSecret, 'tls.crt');
-  const problem = current === undefined ? 'missing' : nodeCertificateProblem(cluster, current, ca.certificatePem, spec.tls.reservedNodeCommonName, nowMs);
+  const problem = current === undefined ? 'missing' : nodeCertificateProblem(cluster, current, ca.certificatePem, spec.tls.reservedNodeCommonName, nowMs, spec.tls.renewBeforeMs);
   if (problem !== undefined) {
-    const secret = buildNodeTlsSecret(cluster, ca, spec.tls.reservedNodeCommonName, nowMs);
+    const secret = buildNodeTlsSecret(cluster, ca, spec.tls.reservedNodeCommonName, nowMs, spec.tls.certificateValidityMs);
     await api.apply(SECRETS, secret, { force: true });
     log.info({ secret: nodeTlsSecretName(cluster.name), why: problem }, 'node certificate issued');
     events.push({ reason: 'NodeCertificateIssued', note: `issued the node certificate in Secret ${nodeTlsSecretName(cluster.name)} (${problem})` });
@@ -144,8 +144,10 @@ export async function ensureTlsSecrets(
 /** With tls.mode Secret: the trusted CA the nodes mount (tls.caSecret, or ca.crt beside the certificate). */
 async function missingCa(api: KubeApi, namespace: string, spec: EffectiveSpec): Promise<string | undefined> {
   const name = trustedCaSecretName('', spec) ?? '';
-  if (decodeSecretValue(await api.get(SECRETS, namespace, name), 'ca.crt') !== undefined) return undefined;
-  return spec.tls.caSecret === undefined ? `${name} (ca.crt, or name the CA's Secret in spec.tls.caSecret)` : `${name} (ca.crt)`;
+  const secret = await api.get(SECRETS, namespace, name);
+  // A named CA Secret: any .crt key will do (after a CA migration the new CA may have another key).
+  if (spec.tls.caSecret !== undefined ? crtValues(secret).length > 0 : decodeSecretValue(secret, 'ca.crt') !== undefined) return undefined;
+  return spec.tls.caSecret === undefined ? `${name} (ca.crt, or name the CA's Secret in spec.tls.caSecret)` : `${name} (a .crt key)`;
 }
 
 /** The CA certificates (PEM) of every `.crt` key of a Secret. */

@@ -1,6 +1,7 @@
 // The controller's steps against the in-memory KubeApi and a stub of the nodes' gossip: which
 // children it makes, what status says, and that an operation is persisted before a pod goes.
 // The real thing runs on a kind cluster in test/operator/k8s/.
+import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -50,6 +51,27 @@ class Harness {
   /** A certificate (PEM) a pod serves instead of the Secret's. */
   readonly servedCertificate = new Map<string, string>();
   readonly requests: NodeRequest[] = [];
+  /** Pods whose reloads are refused, and why (as a node refuses a key that does not match). */
+  readonly refuseReload = new Map<string, string>();
+  readonly lastReload = new Map<string, { at: string; result: string; message?: string }>();
+  readonly signals: string[] = [];
+
+  private secretValue(name: string, key: string): string {
+    return decodeSecretValue(this.api.objects(SECRETS).find((secret) => secret.metadata.name === name), key) ?? '';
+  }
+
+  /** A reload of the simulated node: it loads the Secret's files now, or refuses and keeps its own. */
+  private reloadNode(pod: string): string | undefined {
+    const refusal = this.refuseReload.get(pod);
+    const at = new Date(this.clock.nowMs() + this.lastReload.size).toISOString() + pod;
+    if (refusal !== undefined) {
+      this.lastReload.set(pod, { at, result: 'Refused', message: refusal });
+      return refusal;
+    }
+    this.servedCertificate.set(pod, this.secretValue('orders-node-tls', 'tls.crt'));
+    this.lastReload.set(pod, { at, result: 'Applied' });
+    return undefined;
+  }
   readonly informers: Informer[] = [];
   deps!: ClusterControllerDeps;
 
@@ -70,10 +92,24 @@ class Harness {
       const state = this.gossip.get(pod);
       if (state === undefined) throw new Error('connection refused');
       const member = { instanceId: pod, state, isAlive: true, httpEndPointIp: '0.0.0.0', httpEndPointPort: 2113, writerCheckpoint: 100 };
-      const text = JSON.stringify({ members: [member] });
+      let text = JSON.stringify({ members: [member] });
       if (request.url.protocol !== 'https:') return { status: 200, text };
       // The node serves what it loaded: the Secret's certificate unless told otherwise.
-      const served = this.servedCertificate.get(pod) ?? decodeSecretValue(this.api.objects(SECRETS).find((secret) => secret.metadata.name === 'orders-node-tls'), 'tls.crt') ?? '';
+      if (!this.servedCertificate.has(pod)) this.servedCertificate.set(pod, this.secretValue('orders-node-tls', 'tls.crt'));
+      const served = this.servedCertificate.get(pod) ?? '';
+      const nodeForm = (pem: string): string => new X509Certificate(pem).fingerprint256;
+      if (request.url.pathname === '/admin/reloadconfig') {
+        const refusal = this.reloadNode(pod);
+        return refusal === undefined ? { status: 200, text: '{}' } : { status: 400, text: refusal };
+      }
+      if (request.url.pathname === '/info') {
+        const last = this.lastReload.get(pod);
+        text = JSON.stringify({
+          certificate: { fingerprintSha256: nodeForm(served), trustedRoots: [{ fingerprintSha256: nodeForm(this.secretValue('orders-node-tls', 'ca.crt')) }] },
+          certificateOnDisk: { fingerprintSha256: nodeForm(this.secretValue('orders-node-tls', 'tls.crt')) },
+          ...(last === undefined ? {} : { lastReload: last }),
+        });
+      }
       return { status: 200, text, certificateFingerprint: certificateFingerprint(served) };
     };
     this.deps = {
@@ -82,6 +118,12 @@ class Harness {
       pods: new InformerSet([pods]),
       client: new NodeClient({ transport }),
       access,
+      signaller: {
+        hangUp: async (_namespace, pod) => {
+          this.signals.push(pod);
+          this.reloadNode(pod);
+        },
+      },
       events: { record: async (_object, event) => void this.events.push(event) },
       clock: this.clock,
       metrics: new OperatorMetrics(),
@@ -179,23 +221,67 @@ describe('reconcileCluster', () => {
     expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CurrentCertificateServed' });
     expect(status.certificates).toMatchObject({ servedByNodes: true, reloadedAt: '2026-03-04T10:00:02.000Z' });
 
-    // The certificate is renewed (here: its Secret is gone, so the operator issues another) while
-    // the node still serves the one it loaded: reported, not hidden, until the node serves the new one.
-    harness.servedCertificate.set('orders-0', nodeCertificate);
+    // The certificate is renewed (here: its Secret is gone, so the operator issues another): the
+    // node is sent SIGHUP once its file is the new one, and verified by its report and handshake.
     await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
     await harness.reconcile();
     expect(harness.events.map((event) => event.reason)).toContain('NodeCertificateIssued');
+    expect(harness.signals).toEqual(['orders-0']);
+    expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['CertificateReloadStarted', 'NodeCertificateReloaded', 'CertificatesReloaded']));
     status = harness.status();
     const condition = status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded');
-    expect(condition).toMatchObject({ status: 'False', reason: 'OldCertificateServed' });
-    expect(condition?.message).toContain('orders-0');
-    expect(status.certificates?.reloadedAt).toBe('2026-03-04T10:00:02.000Z');
-    harness.servedCertificate.delete('orders-0');
+    expect(condition).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+    expect(status.certificates?.reloadedAt).toBe('2026-03-04T10:00:04.000Z');
+    expect(status.certificates?.secretHash).toMatch(/^sha256:[0-9a-f]{16}$/);
+    expect(status.lastOperation).toMatchObject({ kind: 'CertificateReload', result: 'Succeeded' });
     await harness.reconcile();
+    expect(harness.status().members?.[0]?.certificateFingerprint).not.toBe(certificateFingerprint(nodeCertificate));
+    expect(harness.signals).toEqual(['orders-0']);
+
+    // A reload the node refuses (by the endpoint): retried, then reported with the node and the
+    // reason; the node keeps its old certificate; once it takes the files the rotation completes.
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { replicas: 1, tls: { mode: 'SelfSigned', reload: 'Endpoint' } } });
+    harness.refuseReload.set('orders-0', 'the private key does not match the certificate');
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    for (let i = 0; i < 5; i++) await harness.reconcile();
     status = harness.status();
-    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True' });
-    expect(status.certificates?.reloadedAt).toBe('2026-03-04T10:00:06.000Z');
-    expect(status.members?.[0]?.certificateFingerprint).not.toBe(certificateFingerprint(nodeCertificate));
+    expect(status.operation).toMatchObject({ kind: 'CertificateReload' });
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({
+      status: 'False',
+      reason: 'ReloadFailed',
+      message: expect.stringContaining('orders-0: POST /admin/reloadconfig answered 400: the private key does not match the certificate'),
+    });
+    expect(harness.events.filter((event) => event.reason === 'CertificateReloadFailed').length).toBeGreaterThanOrEqual(2);
+    expect(harness.signals).toEqual(['orders-0']);
+    harness.refuseReload.delete('orders-0');
+    for (let i = 0; i < 20 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+  });
+
+  it('self-signed: renews the node certificate tls.renewBefore before it expires, and reloads the node with it', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', certificateValidity: '10m', renewBefore: '8m' } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    const first = harness.status().certificates;
+    expect(Date.parse(first?.notAfter ?? '') - Date.parse('2026-03-04T10:00:00Z')).toBe(10 * 60_000);
+    const issued = (): number => harness.events.filter((event) => event.reason === 'NodeCertificateIssued').length;
+    expect(issued()).toBe(1);
+    // Not yet due 1 min 50 s in; due once less than 8 minutes are left.
+    while (harness.clock.nowMs() < Date.parse('2026-03-04T10:01:50Z')) await harness.reconcile();
+    expect(issued()).toBe(1);
+    for (let i = 0; i < 10; i++) await harness.reconcile();
+    expect(issued()).toBe(2);
+    for (let i = 0; i < 5 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    const status = harness.status();
+    expect(status.certificates?.notAfter).not.toBe(first?.notAfter);
+    expect(status.certificates?.secretHash).not.toBe(first?.secretHash);
+    expect(harness.signals).toEqual(['orders-0']);
+    expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+    expect(harness.deps.metrics.registry.render()).toMatch(/eventdb_operator_certificate_rotation_seconds\{namespace="shop",name="orders"\} \d/);
   });
 
   it('speaks plain http with tls.mode Disabled: nodes run Insecure with HTTP probes', async () => {

@@ -15,6 +15,7 @@
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
+ *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
  *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
@@ -50,7 +51,10 @@ import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
-import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type StatusInput } from './status.js';
+import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
+import type { NodeSignaller } from '../../node-client/node-signal.js';
+import { FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, nodeVerdict, retryDelayMs, rotationNeeded, remainingNodes } from './certificate-rotation.js';
+import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
 
 export interface ClusterControllerDeps {
   readonly api: KubeApi;
@@ -65,6 +69,8 @@ export interface ClusterControllerDeps {
   readonly applier: ChildApplier;
   /** Whether the node version forms multi-node clusters (nodeSupportsClustering() in main). */
   readonly clustering: boolean;
+  /** SIGHUP through pods/exec (tls.reload Signal); without it such reloads are reported failed. */
+  readonly signaller?: NodeSignaller;
   /** What the last status write of each cluster (by uid) said, and when. */
   readonly writtenStatus: Map<string, { text: string; atMs: number; phase?: string }>;
 }
@@ -98,6 +104,10 @@ interface ReconcileState {
   certificates?: EventDBClusterStatus['certificates'];
   /** `sha256:<hex>` of the node certificate in its Secret: what every node should serve. */
   expectedFingerprint?: string;
+  /** Set by reload-certificates: CertificatesReloaded as the rotation says it (else computed from gossip). */
+  certificatesCondition?: ConditionState;
+  /** Set by reload-certificates: status.certificates is final (secretHash verified, reloadedAt). */
+  rotationHandled?: boolean;
   nextMaintenanceWindow?: string;
   restartedAt: string;
   requeueAfterMs: number | undefined;
@@ -135,6 +145,7 @@ export const STEPS: readonly Step[] = [
   { name: 'ensure-services', run: ensureServices },
   { name: 'ensure-pdb', run: ensurePdb },
   { name: 'sync-role-labels', run: syncRoleLabels },
+  { name: 'reload-certificates', run: reloadCertificates },
   { name: 'hold-for-backup', run: holdForBackup },
   { name: 'hold-for-scavenge', run: holdForScavenge },
   { name: 'roll-out', run: rollOut },
@@ -324,7 +335,12 @@ async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   }
   const tls = await ensureTlsSecrets(state.deps.api, state.identity, spec, state.nowMs, state.log);
   for (const event of tls.events) await emit(state, { type: 'Normal', action: 'Create', ...event });
-  if (tls.certificates !== undefined) state.certificates = tls.certificates;
+  if (tls.certificates !== undefined) {
+    // secretHash is the hash the nodes were verified with: reload-certificates sets it, nothing else.
+    const { secretHash: _secretHash, ...described } = tls.certificates;
+    const verified = state.previous?.certificates?.secretHash;
+    state.certificates = verified === undefined ? described : { ...described, secretHash: verified };
+  }
   if (tls.fingerprint !== undefined) state.expectedFingerprint = tls.fingerprint;
   const missing = [...users.missing, ...tls.missing];
   if (missing.length === 0) return 'continue';
@@ -362,6 +378,161 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
     }
   }
   return 'continue';
+}
+
+/** What the operator remembers of a cluster's rotation between reconciles (lost on restart: retries start again). */
+interface RotationMemory {
+  operationId: string | undefined;
+  /** CAs trusted before the change: nodes not yet reloaded still serve certificates they sign. */
+  knownCas: string[];
+  failures: Map<string, { count: number; lastError: string; nextAtMs: number }>;
+}
+const rotationMemory = new Map<string, RotationMemory>();
+
+/**
+ * Certificate rotation: the content hash of the certificate and CA Secrets (certificate, key,
+ * trusted CAs) differs from the one the nodes were last verified with, or a node serves another
+ * certificate. Then every running node is brought to it (operation CertificateReload): once its
+ * certificate file is the new one (the kubelet is nudged by a pod annotation), it is reloaded by
+ * tls.reload (SIGHUP through pods/exec, or POST /admin/reloadconfig) and verified by its own
+ * report (loaded certificate and trusted roots) and the TLS handshake of that request. A refused
+ * reload is tried again with back-off and reported (condition, Warning Event); the node keeps its
+ * old certificates. Waits while another operation runs; holds roll-out while it runs.
+ */
+async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  if (!nodesServeTls(spec) || state.certificates === undefined || !state.membersObserved) return 'continue';
+  const { api, client, access } = state.deps;
+  const read = await readRotationTarget(api, state.identity, spec);
+  if (read === undefined) return 'continue';
+  const { target } = read;
+  const memory = rotationMemory.get(state.identity.uid) ?? { operationId: undefined, knownCas: [], failures: new Map() };
+  rotationMemory.set(state.identity.uid, memory);
+  memory.knownCas = [...new Set([...memory.knownCas, ...read.caPems])];
+  const previous = state.previous?.certificates;
+  const running = state.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating && pod.servesTls);
+  const served = running.map((pod) => state.members.get(pod.name)?.certificateFingerprint).filter((entry): entry is string => entry !== undefined);
+  const current = state.operation;
+  const keep = { ...state.certificates, ...(previous?.secretHash === undefined ? {} : { secretHash: previous.secretHash }), ...(previous?.reloadedAt === undefined ? {} : { reloadedAt: previous.reloadedAt }) };
+  state.rotationHandled = true;
+  if (current?.kind !== 'CertificateReload' && !rotationNeeded({ verifiedHash: previous?.secretHash, target, served })) {
+    state.certificates = { ...keep, secretHash: target.hash };
+    memory.knownCas = [...read.caPems];
+    const computed = certificatesStatus(state).tls;
+    // A new cluster: when its nodes are first seen serving the Secret's certificate.
+    if (computed.status === 'True' && previous?.reloadedAt === undefined) state.certificates = { ...state.certificates, reloadedAt: new Date(state.nowMs).toISOString() };
+    if (computed.status === 'True' && previous?.reloadedAt !== undefined) {
+      state.certificatesCondition = { ...computed, reason: 'CertificatesReloaded', message: `${computed.message}; Secret hash ${target.hash}, last reloaded at ${previous.reloadedAt}` };
+    }
+    return 'continue';
+  }
+  state.certificates = keep;
+  if (current !== undefined && current.kind !== 'CertificateReload') return 'continue';
+  if (running.length === 0) return 'continue';
+  const id = `certificates-${target.hash.replace(/^sha256:/, '')}`;
+  const nowIso = new Date(state.nowMs).toISOString();
+  let operation: OperationStatus =
+    current?.kind === 'CertificateReload' && current.id === id
+      ? current
+      : { id, kind: 'CertificateReload', step: 'reload certificates', reason: 'SecretChanged', startedAt: nowIso, completed: [] };
+  const method = spec.tls.reload ?? 'Signal';
+  if (memory.operationId !== id) {
+    memory.operationId = id;
+    memory.failures.clear();
+  }
+  if (operation !== current) {
+    state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 1);
+    await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${method}` });
+  }
+  const deps: NodeRotationDeps = {
+    api,
+    client,
+    access,
+    signaller: state.deps.signaller,
+    cluster: state.identity,
+    log: state.log,
+    trust: memory.knownCas,
+    credentials: await opsCredentials(api, state.identity.namespace, spec),
+    method,
+  };
+  const completed = new Set((operation.completed ?? []).filter((pod) => running.some((candidate) => candidate.name === pod)));
+  const ageMs = state.nowMs - Date.parse(operation.startedAt);
+  const waiting: string[] = [];
+  const failed: string[] = [];
+  const todo = remainingNodes(running.map((pod) => pod.name), [...completed], state.leader);
+  await Promise.all(
+    todo.map(async (name) => {
+      const pod = running.find((candidate) => candidate.name === name) as PodView;
+      const view = await viewNode(deps, pod);
+      const verdict = nodeVerdict(view, target);
+      const verified = async (how: string): Promise<void> => {
+        completed.add(name);
+        memory.failures.delete(name);
+        await emit(state, { type: 'Normal', reason: 'NodeCertificateReloaded', action: 'Reload', note: `${name} serves sha256:${target.fingerprint} (${how}); verified by its report and a TLS handshake` });
+      };
+      const fail = async (message: string): Promise<void> => {
+        const before = memory.failures.get(name);
+        const count = (before?.count ?? 0) + 1;
+        memory.failures.set(name, { count, lastError: message, nextAtMs: state.nowMs + retryDelayMs(count) });
+        if (count >= FAILURES_BEFORE_REPORT) failed.push(`${name}: ${message}`);
+        else waiting.push(`${name}: retrying (${message})`);
+        await emit(state, { type: 'Warning', reason: 'CertificateReloadFailed', action: 'Reload', note: `${name} did not take the new certificates (attempt ${count}, ${method}): ${message}; it keeps serving its old certificates` });
+      };
+      if (verdict.kind === 'verified') return verified('already loaded');
+      if (verdict.kind === 'unreachable') return void waiting.push(`${name}: ${verdict.why}`);
+      // The kubelet refreshes the pod's Secret volumes (certificate and CA) at once.
+      await nudgeKubelet(api, state.identity, pod, target.hash).catch((err: unknown) => state.log.warn({ err, pod: name }, 'pod not annotated'));
+      if (verdict.kind === 'waiting-for-files') {
+        if (ageMs > FILES_WAIT_LIMIT_MS) failed.push(`${name}: its certificate file is still not the Secret's after ${Math.round(ageMs / 1000)} s (${verdict.why})`);
+        else waiting.push(`${name}: waiting for the kubelet to update its files`);
+        return;
+      }
+      const failure = memory.failures.get(name);
+      if (failure !== undefined && state.nowMs < failure.nextAtMs) {
+        (failure.count >= FAILURES_BEFORE_REPORT ? failed : waiting).push(`${name}: ${failure.lastError}`);
+        return;
+      }
+      const result = await reloadNode(deps, pod, view, target);
+      if (result.kind === 'verified') return verified(`reloaded by ${method}`);
+      if (result.kind === 'refused') return fail(result.message);
+      const why = result.kind === 'not-yet' ? result.why : 'no reload seen yet';
+      if (ageMs > FILES_WAIT_LIMIT_MS) return fail(`keeps the old certificates: ${why}`);
+      waiting.push(`${name}: ${why}`);
+    }),
+  );
+  if (running.every((pod) => completed.has(pod.name))) {
+    // The time the last node was verified: now, not the reconcile's start (reloads took a while).
+    const verifiedMs = Math.max(state.nowMs, state.deps.clock.nowMs());
+    const nowIso = new Date(verifiedMs).toISOString();
+    const changedAtMs = read.changedAtMs !== undefined && read.changedAtMs <= verifiedMs ? read.changedAtMs : Date.parse(operation.startedAt);
+    const seconds = Math.max(0, (verifiedMs - changedAtMs) / 1000);
+    state.deps.metrics.certificateRotationSeconds.set({ namespace: state.identity.namespace, name: state.identity.name }, seconds);
+    state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (verifiedMs - Date.parse(operation.startedAt)) / 1000);
+    state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 0);
+    state.operation = undefined;
+    state.lastOperation = { id, kind: 'CertificateReload', result: 'Succeeded', finishedAt: nowIso };
+    state.certificates = { ...keep, secretHash: target.hash, reloadedAt: nowIso };
+    memory.knownCas = [...read.caPems];
+    memory.failures.clear();
+    const message = `${running.length} node(s) serve the certificate of Secret hash ${target.hash} (sha256:${target.fingerprint}), reloaded by ${method} at ${nowIso}, ${seconds.toFixed(1)} s after the Secret changed`;
+    state.certificatesCondition = { status: 'True', reason: 'CertificatesReloaded', message };
+    await emit(state, { type: 'Normal', reason: 'CertificatesReloaded', action: 'Reload', note: message });
+    return 'continue';
+  }
+  const done = running.filter((pod) => completed.has(pod.name)).map((pod) => pod.name);
+  operation = {
+    ...operation,
+    completed: done,
+    step: `reload certificates: ${done.length} of ${running.length} verified`,
+    ...(failed.length + waiting.length === 0 ? {} : { waitingFor: [...failed, ...waiting].join('; ').slice(0, 1000) }),
+  };
+  state.operation = operation;
+  state.certificatesCondition =
+    failed.length > 0
+      ? { status: 'False', reason: 'ReloadFailed', message: `${failed.join('; ')}; the old certificates are still served`.slice(0, 2000) }
+      : { status: 'False', reason: 'Reloading', message: `reloading nodes for Secret hash ${target.hash}: ${done.length} of ${running.length} verified${waiting.length === 0 ? '' : `; ${waiting.join('; ')}`}`.slice(0, 2000) };
+  state.requeueAfterMs = BUSY_REQUEUE_MS;
+  return 'stop';
 }
 
 /**
@@ -673,6 +844,11 @@ function certificatesStatus(state: ReconcileState): Pick<StatusInput, 'tls' | 'c
       })
     : { status: 'Unknown' as const, reason: 'NotObserved', message: 'nodes not observed in this reconcile' };
   if (state.certificates === undefined) return { tls };
+  const running = state.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating);
+  const servedByNodes = nodesServeTls(spec) && running.every((pod) => pod.servesTls);
+  if (state.rotationHandled === true) {
+    return { tls: state.certificatesCondition ?? tls, certificates: { ...state.certificates, servedByNodes } };
+  }
   // When the nodes were first seen serving the Secret's current certificate.
   const previous = state.previous?.certificates;
   const wasServed = said?.status === 'True';
@@ -680,12 +856,11 @@ function certificatesStatus(state: ReconcileState): Pick<StatusInput, 'tls' | 'c
     tls.status === 'True' && (!wasServed || previous?.reloadedAt === undefined || previous.secretHash !== state.certificates.secretHash)
       ? new Date(state.nowMs).toISOString()
       : previous?.reloadedAt;
-  const running = state.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating);
   return {
     tls,
     certificates: {
       ...state.certificates,
-      servedByNodes: nodesServeTls(spec) && running.every((pod) => pod.servesTls),
+      servedByNodes,
       ...(reloadedAt === undefined ? {} : { reloadedAt }),
     },
   };
@@ -762,4 +937,6 @@ function reportMetrics(state: ReconcileState): void {
     metrics.clusterPhase.set({ ...labels, phase: candidate }, candidate === phase ? 1 : 0);
   }
   metrics.clusterReadyNodes.set(labels, state.pods.filter((pod) => pod.ready).length);
+  const notAfterMs = state.certificates?.notAfter === undefined ? NaN : Date.parse(state.certificates.notAfter);
+  if (!Number.isNaN(notAfterMs)) metrics.certificateNotAfter.set(labels, notAfterMs / 1000);
 }
