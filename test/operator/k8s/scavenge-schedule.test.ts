@@ -145,17 +145,21 @@ function lastScavengesScript(namespace: string, pods: string[]): string {
 `;
 }
 
-/** Bytes under /data in each pod (du -sb), or undefined when the image cannot tell. */
-function dataBytes(namespace: string, pods: string[]): Record<string, number | undefined> {
+/**
+ * Bytes under /data in each pod, apparent (du -sb) and allocated (du -sB1), for the log only:
+ * the writers add data while the cycle frees it, and chunk files are preallocated.
+ */
+function dataBytes(namespace: string, pods: string[]): Record<string, string> {
   return Object.fromEntries(pods.map((pod) => {
-    const result = kubectl(['exec', '-n', namespace, pod, '--', 'du', '-sb', '/data']);
-    const bytes = result.status === 0 ? Number(result.stdout.trim().split(/\s+/)[0]) : Number.NaN;
-    return [pod, Number.isFinite(bytes) ? bytes : undefined];
+    const result = kubectl(['exec', '-n', namespace, pod, '--', 'sh', '-c', 'du -sb /data; du -sB1 /data']);
+    const sizes = result.status === 0 ? result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]) : [];
+    return [pod, sizes.length === 2 ? `apparent ${sizes[0] ?? ''} allocated ${sizes[1] ?? ''}` : `unknown (${result.out.trim()})`];
   }));
 }
 
-function eventsOf(namespace: string, kind: string): { reason: string; note: string; time: string }[] {
-  const out = kubectl(['get', 'events', '-n', namespace, '--field-selector', `involvedObject.kind=${kind}`, '-o', 'json']).stdout;
+function eventsOf(namespace: string, kind: string, name?: string): { reason: string; note: string; time: string }[] {
+  const selector = `involvedObject.kind=${kind}${name === undefined ? '' : `,involvedObject.name=${name}`}`;
+  const out = kubectl(['get', 'events', '-n', namespace, '--field-selector', selector, '-o', 'json']).stdout;
   const items = (JSON.parse(out || '{"items":[]}') as { items: { reason: string; message?: string; eventTime?: string; firstTimestamp?: string; metadata: { creationTimestamp: string } }[] }).items;
   return items
     .map((item) => ({ reason: item.reason, note: item.message ?? '', time: item.eventTime ?? item.firstTimestamp ?? item.metadata.creationTimestamp }))
@@ -227,7 +231,9 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     const duAfter = dataBytes(ns, podNames);
     process.stdout.write(`[scavenge-schedule] cycle ${cycleId ?? ''}: ${nodes.map((n) => `${n.pod}(${n.role ?? ''}) ${n.result ?? ''}`).join(', ')}; leader before ${leaderBefore ?? ''}\n`);
     process.stdout.write(`[scavenge-schedule] writers: acked ${summary.acked}, failedAttempts ${summary.failedAttempts}${summary.firstError === undefined ? '' : ` (first: ${summary.firstError})`}, longest gap ${summary.maxGapMs} ms, missing ${JSON.stringify(summary.missing)}\n`);
-    process.stdout.write(`[scavenge-schedule] du -sb /data before ${JSON.stringify(duBefore)} after ${JSON.stringify(duAfter)}\n`);
+    process.stdout.write(`[scavenge-schedule] /data bytes before ${JSON.stringify(duBefore)} after ${JSON.stringify(duAfter)}\n`);
+    // No acknowledged write lost. A few attempts may fail while the leader resigns (503, retried
+    // with the same event id): counted and printed, not asserted zero.
     expect(summary.acked).toBeGreaterThan(50);
     expect(Object.values(summary.missing)).toEqual([0, 0, 0]);
     expect(finished.done.result).toBe('Success');
@@ -337,6 +343,6 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     // No node started a scavenge: each one's last run is the one before, none is running.
     const runsAfter = lastJsonLine<Record<string, { last: string; current: string }>>(await runInCluster(ns, 'scav-last-after', lastScavengesScript(ns, podNames), { EVENTDB_PASSWORD: password }));
     expect(runsAfter).toEqual(Object.fromEntries(podNames.map((pod) => [pod, { last: runsBefore[pod]?.last, current: '' }])));
-    expect(eventsOf(ns, 'ScavengeSchedule').filter((event) => event.reason === 'CycleStarted' && event.time > new Date(first - 60_000).toISOString())).toEqual([]);
+    expect(eventsOf(ns, 'ScavengeSchedule', 'in-window').filter((event) => event.reason === 'CycleStarted')).toEqual([]);
   }, 300_000);
 });
