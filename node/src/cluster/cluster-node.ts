@@ -566,6 +566,9 @@ export class ClusterNode implements WriteRouter {
   private connectToLeader(): void {
     const leader = this.leaderId === undefined ? undefined : this.view.member(this.leaderId);
     if (leader === undefined || this.stopped) return;
+    // The storage is reopening after a truncation (a reconnect timer or a new election's leader
+    // came meanwhile): onReplicaEnd connects once it is back, to whichever leader is current then.
+    if (!this.deps.host.available) return;
     const storage = this.deps.host.storage;
     const engine = this.deps.host.engine;
     const session = new ReplicaSession({
@@ -598,7 +601,7 @@ export class ClusterNode implements WriteRouter {
     this.replica = undefined;
     if (end.kind === 'truncate') {
       await this.deps.host.restartTruncated(end.position);
-      this.connectToLeader();
+      if (!this.stopped && FOLLOWING.has(this.state) && this.replica === undefined) this.connectToLeader();
       return;
     }
     this.log.info({ leader: this.leaderId, end }, 'replication from the leader ended');
