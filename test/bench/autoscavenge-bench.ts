@@ -17,6 +17,7 @@ import type { BenchMetric, BenchSection } from './bench-types.js';
 import { percentile } from './bench-types.js';
 import { createCluster, type TestCluster } from '../support/cluster.js';
 import { appendEvents, ATOM_JSON, newEvent, uniqueStream, type Http } from '../support/http-client.js';
+import { writeGarbage } from '../support/garbage.js';
 import { testLicensing } from '../support/license.js';
 
 const BATCHES = Number(process.env['BENCH_AUTOSCAVENGE_BATCHES'] ?? 300);
@@ -28,21 +29,6 @@ interface Sample {
   readonly atMs: number;
   readonly latencyMs: number;
   readonly ok: boolean;
-}
-
-async function writeGarbage(http: Http, batches: number): Promise<void> {
-  const payload = 'x'.repeat(4096);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < batches) {
-      const index = next++;
-      const stream = uniqueStream('garbage');
-      const written = await appendEvents(http, stream, Array.from({ length: 50 }, (_, i) => newEvent('filler', { i, payload })));
-      if (written.status !== 201) throw new Error(`append answered ${written.status}`);
-      if (index % 4 !== 0) await http('DELETE', `/streams/${stream}`);
-    }
-  };
-  await Promise.all([worker(), worker(), worker()]);
 }
 
 async function autoScavengeLog(http: Http): Promise<Array<{ eventType: string; data: Record<string, any> }>> {
