@@ -391,9 +391,10 @@ function clusterApi(member: ClusterMember, readOnlyReplica: boolean, scheme: 'ht
       readOnlyReplica,
       leaderUrl(): string | null | undefined {
         if (node.isLeader) return undefined;
-        const leader = node.leaderInfo();
+        const leader = node.leaderElsewhere();
         return leader === undefined ? null : `${scheme}://${leader.httpEndPointIp}:${leader.httpEndPointPort}`;
       },
+      whenLeaderKnown: () => node.leaderKnown(),
     },
   };
 }

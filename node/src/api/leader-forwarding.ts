@@ -4,13 +4,13 @@
  * HTTP requests to the leader when a follower receives them. This hook does the same before the
  * body is read: the request goes to the leader as it came (method, path, headers, including Host,
  * so links in the answer still point at this node and keep being forwarded), and the leader's
- * answer streams back unchanged. With no leader known the answer is 503; an unreachable leader
- * is 503 with the reason.
+ * answer streams back unchanged. While no leader is known (an election, a resignation) the
+ * request waits for one, bounded; still none: 503. An unreachable leader is 503 with the reason.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
-import type { LeaderRouting } from './leader-routing.js';
+import { currentLeaderUrl, type LeaderRouting } from './leader-routing.js';
 import { sendStatus } from './streams/stream-http.js';
 import { peerLookup } from '../platform/peer-lookup.js';
 
@@ -37,13 +37,13 @@ function withoutHopByHop(headers: http.IncomingHttpHeaders): http.OutgoingHttpHe
 }
 
 export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRouting, options: LeaderForwardingOptions = {}): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!isLeaderOnlyPath(request.url)) return done();
-    const leader = routing.leaderUrl();
-    if (leader === undefined) return done(); // this node leads
+  app.addHook('onRequest', async (request, reply) => {
+    if (!isLeaderOnlyPath(request.url)) return;
+    const leader = await currentLeaderUrl(routing);
+    if (leader === undefined) return; // this node leads
     if (leader === null) {
       sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions, projections and auto-scavenge run on the leader.');
-      return done();
+      return reply;
     }
     const target = new URL(request.url, leader);
     reply.hijack();
@@ -67,5 +67,6 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     });
     response.on('close', () => { if (!response.writableFinished) upstream.destroy(); });
     request.raw.pipe(upstream);
+    return reply;
   });
 }

@@ -92,6 +92,12 @@ export interface ClusterNodeDeps {
 /** States in which this node leads (accepts replicas and, as Leader, writes). */
 const LEADING: ReadonlySet<NodeState> = new Set<NodeState>(['PreLeader', 'Leader', 'ResigningLeader']);
 const FOLLOWING: ReadonlySet<NodeState> = new Set<NodeState>(['PreReplica', 'CatchingUp', 'Follower', 'PreReadOnlyReplica', 'ReadOnlyReplica']);
+/** Refusals after which a write is routed again: nothing of it was applied, or a retry is idempotent. */
+const RETRYABLE_WRITE_ERRORS: ReadonlySet<string> = new Set(['EDB_NOT_LEADER', 'EDB_NOT_READY']);
+/** How often a waiting write looks again for a route when no role change wakes it. */
+const WRITE_ROUTE_POLL_MS = 100;
+/** A bound on the routing attempts of one write, so that a refusing leader cannot spin it. */
+const MAX_WRITE_ATTEMPTS = 50;
 
 export class ClusterNode implements WriteRouter {
   private state: NodeState;
@@ -119,6 +125,8 @@ export class ClusterNode implements WriteRouter {
   private readonly log: Logger;
   private readonly nowMs: () => number;
   private unsubscribeDurable: (() => void) | undefined;
+  /** Writes waiting for a leader (see `routeWrite`). */
+  private readonly routeWaiters = new Set<() => void>();
 
   constructor(private readonly deps: ClusterNodeDeps) {
     this.log = deps.log;
@@ -203,6 +211,26 @@ export class ClusterNode implements WriteRouter {
     return this.leaderId === undefined ? undefined : this.view.member(this.leaderId);
   }
 
+  /** The leader clients are sent to: another node; undefined when none is known or this node is between roles. */
+  leaderElsewhere(): MemberInfo | undefined {
+    if (LEADING.has(this.state)) return undefined;
+    return this.leaderId === undefined ? undefined : this.view.member(this.leaderId);
+  }
+
+  /**
+   * Resolves once this node leads or knows another leader (an election or a resignation ended),
+   * or after the prepare and commit timeouts: a request that needs the leader waits for one
+   * rather than failing during a hand-over.
+   */
+  async leaderKnown(): Promise<void> {
+    const untilMs = this.nowMs() + this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
+    while (!this.stopped && !this.isLeader && this.leaderElsewhere() === undefined) {
+      const leftMs = untilMs - this.nowMs();
+      if (leftMs <= 0) return;
+      await this.routeChange(Math.min(leftMs, WRITE_ROUTE_POLL_MS));
+    }
+  }
+
   private setState(state: NodeState): void {
     if (state === this.state) return;
     const previous = this.state;
@@ -210,6 +238,7 @@ export class ClusterNode implements WriteRouter {
     this.log.info({ state, previous, leader: this.leaderId }, 'node state changed');
     this.view.updateSelf(this.selfInfo());
     this.deps.onStateChange?.(state, previous);
+    this.routeChanged();
   }
 
   // ---------------------------------------------------------------- gossip
@@ -583,6 +612,7 @@ export class ClusterNode implements WriteRouter {
       connectTimeoutMs: Math.max(1000, this.deps.settings.gossipTimeoutMs),
       onSubscribed: () => {
         this.replicaFailures = 0;
+        this.routeChanged();
         if (this.state === 'PreReplica') this.setState('CatchingUp');
       },
       onProgress: (local, leaderDurable) => {
@@ -645,13 +675,63 @@ export class ClusterNode implements WriteRouter {
 
   // ---------------------------------------------------------------- writes
 
-  /** Client writes: on the leader, locally; elsewhere, forwarded to the leader. */
+  /**
+   * Client writes: on the leader, locally; elsewhere, forwarded to the leader.
+   *
+   * A write that finds no leader to take it (an election, a resignation, the storage reopening
+   * after a truncation) waits for one instead of failing at once. A write the leader refused while
+   * it stepped down, or whose forwarding link dropped, is sent again to whichever node leads next,
+   * with the same event ids: the idempotency rules make the second attempt a no-op when the first
+   * one stayed in the log (the new leader holds every write of earlier terms it kept before it
+   * takes writes, see `lead`). So a planned resignation, or a leader lost, costs writers latency
+   * rather than errors. The write fails ("Server Is Not Ready", or the last refusal) only when no
+   * leader took it within the prepare and commit timeouts of waiting; each attempt keeps its own
+   * limit of the same length ("Write timeout", never retried: the write may be pending).
+   */
   async write(op: WriteOp): Promise<AppendResult> {
+    return this.routeWrite(() => writeLocally(this.deps.host.engine, op), toForward(op));
+  }
+
+  /** A scavenge point for a scavenge on this node: the leader writes it (see EngineScavenging). */
+  async writeScavengePoint(threshold: number): Promise<AppendResult> {
+    return this.routeWrite(() => this.deps.host.engine.writeScavengePoint(threshold), { op: 'scavenge-point', stream: '', expectedVersion: -2, threshold });
+  }
+
+  private async routeWrite(local: () => Promise<AppendResult>, forward: Omit<Forward, 'id'>): Promise<AppendResult> {
     const limitMs = this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
-    if (this.state === 'Leader') return withTimeout(writeLocally(this.deps.host.engine, op), limitMs);
+    let waitingSinceMs = this.nowMs();
+    let refusal: EventDbError | undefined;
+    let attempts = 0;
+    for (;;) {
+      const route = this.writeRoute();
+      if (route !== undefined && attempts < MAX_WRITE_ATTEMPTS) {
+        attempts += 1;
+        try {
+          return route === 'local' ? await withTimeout(local(), limitMs) : await this.forwardWrite(route, forward, limitMs);
+        } catch (err: unknown) {
+          if (!(err instanceof EventDbError) || !RETRYABLE_WRITE_ERRORS.has(err.code)) throw err;
+          refusal = err;
+          waitingSinceMs = this.nowMs();
+          this.log.debug({ err, attempts, state: this.state }, 'write refused by a leader stepping down or a dropped link: sent again to the next leader');
+        }
+      }
+      const leftMs = waitingSinceMs + limitMs - this.nowMs();
+      if (leftMs <= 0 || this.stopped || attempts >= MAX_WRITE_ATTEMPTS) {
+        throw refusal ?? notReady(`no leader took the write within ${limitMs} ms (this node is ${this.state})`);
+      }
+      await this.routeChange(Math.min(leftMs, WRITE_ROUTE_POLL_MS));
+    }
+  }
+
+  /** Where a client write goes now: this node (the leader), the leader through the replica link, or nowhere yet. */
+  private writeRoute(): 'local' | ReplicaSession | undefined {
+    if (this.state === 'Leader') return this.deps.host.available ? 'local' : undefined;
     const replica = this.replica;
-    if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) throw notReady();
-    const answer = await withTimeout(replica.forward(toForward(op)), limitMs).catch((err: unknown) => {
+    return FOLLOWING.has(this.state) && replica?.isSubscribed === true ? replica : undefined;
+  }
+
+  private async forwardWrite(replica: ReplicaSession, request: Omit<Forward, 'id'>, limitMs: number): Promise<AppendResult> {
+    const answer = await withTimeout(replica.forward(request), limitMs).catch((err: unknown) => {
       if (err instanceof EventDbError) throw err;
       // The link dropped before the leader answered: the write may or may not have been done.
       throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
@@ -660,22 +740,34 @@ export class ClusterNode implements WriteRouter {
     return answer.result as AppendResult;
   }
 
-  /** A scavenge point for a scavenge on this node: the leader writes it (see EngineScavenging). */
-  async writeScavengePoint(threshold: number): Promise<AppendResult> {
-    const limitMs = this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
-    if (this.state === 'Leader') return withTimeout(this.deps.host.engine.writeScavengePoint(threshold), limitMs);
-    const replica = this.replica;
-    if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) throw notReady();
-    const answer = await withTimeout(replica.forward({ op: 'scavenge-point', stream: '', expectedVersion: -2, threshold }), limitMs);
-    if (answer.error) throw new EventDbError(answer.error.code as never, answer.error.message, { httpStatus: answer.error.httpStatus });
-    return answer.result as AppendResult;
+  /** Resolves when the node's role or its link to the leader changes, or after `timeoutMs`. */
+  private routeChange(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.routeWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.routeWaiters.add(done);
+    });
   }
 
+  private routeChanged(): void {
+    for (const waiter of [...this.routeWaiters]) waiter();
+  }
+
+  /**
+   * A write a follower forwarded: carried out here only while this node leads. Otherwise the
+   * refusal goes back at once and the follower routes the write again (it may know the new leader
+   * before this node does; forwarding on from here would race its time limit).
+   */
   private async carryOutForwarded(request: Forward): Promise<Forwarded> {
+    const limitMs = this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
     try {
-      const result = request.op === 'scavenge-point'
-        ? await this.writeScavengePoint(request.threshold ?? 0)
-        : await this.write(fromForward(request));
+      if (this.state !== 'Leader' || !this.deps.host.available) throw notLeader(`this node is ${this.state}, not the leader`);
+      const engine = this.deps.host.engine;
+      const result = await withTimeout(request.op === 'scavenge-point' ? engine.writeScavengePoint(request.threshold ?? 0) : writeLocally(engine, fromForward(request)), limitMs);
       return { id: request.id, result };
     } catch (err: unknown) {
       const e = err instanceof EventDbError ? err : new EventDbError('EDB_NOT_READY', err instanceof Error ? err.message : String(err), { httpStatus: 503 });
