@@ -28,6 +28,12 @@ export default class OutcomeReporter implements Reporter {
     let passed = 0;
     for (const module of testModules) {
       for (const e of module.errors()) moduleErrors.push(`  ${module.relativeModuleId}\n${describeError(e)}`);
+      // A failed beforeAll/afterAll fails its suite, and its tests are then not run at all: a
+      // failure to show, though no test of it says failed.
+      for (const suite of module.children.allSuites()) {
+        const errors = suite.errors();
+        if (suite.state() === 'failed' && errors.length > 0) failed.push(`  [${suite.project.name}] ${module.relativeModuleId} > ${suite.fullName} (a hook of the suite)\n${describeError(errors[0])}`);
+      }
       for (const test of module.children.allTests()) {
         const result = test.result();
         const where = `  [${test.project.name}] ${module.relativeModuleId} > ${test.fullName}`;
