@@ -4,8 +4,10 @@
  * HTTP API, and owns the process lifecycle:
  *
  * - an invalid or unknown option prints the problems and exits 2;
- * - SIGTERM, SIGINT and POST /admin/shutdown shut down gracefully (stop accepting requests,
- *   close the engine so everything is flushed, exit 0);
+ * - SIGTERM, SIGINT and POST /admin/shutdown shut down gracefully: a cluster leader hands over
+ *   to another node first, HTTP stops accepting connections and answers the requests in flight
+ *   (asking clients to close their connections), then replication stops and the engine closes so
+ *   everything is flushed; exit 0;
  * - a fatal condition reported by the engine is logged synchronously and exits 1;
  * - SIGHUP and POST /admin/reloadconfig re-read the configuration and apply what can change live
  *   (reload/reload.ts), the certificates included (tls/reload-step.ts);
@@ -16,7 +18,8 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
-import { buildServer } from './api/build-server.js';
+import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
+import { drainHttp } from './api/http-drain.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
 import { createPersistentSubscriptions } from './subscriptions/service.js';
@@ -49,6 +52,15 @@ import { httpEndpointOf } from './cluster/member-info.js';
 const EXIT_OK = 0;
 const EXIT_FATAL = 1;
 const EXIT_CONFIG = 2;
+/** How long a stopping leader waits for another node to lead before it stops anyway. */
+const SHUTDOWN_HAND_OVER_MS = 10_000;
+/**
+ * Connection draining before HTTP closes (api/http-drain.ts). A cluster member waits until its
+ * clients closed their idle keep-alive connections (they go to another node); a single node has
+ * nowhere to send them, and only lets the requests in flight finish.
+ */
+const SHUTDOWN_DRAIN_CLUSTER = { idleMs: HTTP_KEEP_ALIVE_TIMEOUT_MS, maxMs: HTTP_KEEP_ALIVE_TIMEOUT_MS + 2000 } as const;
+const SHUTDOWN_DRAIN_SINGLE = { idleMs: 100, maxMs: 2000 } as const;
 
 function loadConfigFromProcess(): LoadedConfig {
   return loadConfig({
@@ -290,8 +302,13 @@ async function startNode(
     stopping ??= (async () => {
       log.info({ reason }, 'shutting down');
       try {
-        await member?.node.stop();
+        // The order keeps writers whole: a leader hands over first (its held writes go to the
+        // next leader); then HTTP stops taking connections and answers what is in flight (a
+        // follower still forwards it); only then do replication and the storage stop.
+        await member?.node.handOverLeadership(SHUTDOWN_HAND_OVER_MS);
+        await drainHttp(app, member === undefined ? SHUTDOWN_DRAIN_SINGLE : SHUTDOWN_DRAIN_CLUSTER);
         await app.close();
+        await member?.node.stop();
         await projections?.stop();
         await subscriptions.stop();
         await autoScavenge?.close();

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import type { EventDb } from '../storage/event-db-types.js';
 import { handleError, registerErrorHandler } from './error-handler.js';
+import { registerHttpDrain } from './http-drain.js';
 import { registerOpenApi } from './openapi.js';
 import { lazyChildLoggerFactory } from './request-logger.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -90,6 +91,8 @@ const CORS_HEADERS = {
 } as const;
 
 const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
+/** How long an idle keep-alive connection stays open (Node's default; fastify's own is 72 s). */
+export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 5000;
 
 export function buildServer(deps: BuildServerDeps): FastifyInstance {
   // With TLS the server is https (an https.Server is a tls.Server under an http.Server's API);
@@ -100,8 +103,14 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     loggerInstance: deps.log.child({ component: 'api' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLoggerFactory,
-    return503OnClosing: true,
+    // While closing, requests already on a connection are still served (a stopping follower
+    // forwards writes until its replication stops, after HTTP): a 503 would fail a client's write
+    // for no reason. Their answers ask the client to close the connection (api/http-drain.ts).
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // Announced to clients (`Keep-Alive: timeout=5`): a stopping cluster node waits this long for
+    // idle connections to be closed by their clients (api/http-drain.ts).
+    keepAliveTimeout: HTTP_KEEP_ALIVE_TIMEOUT_MS,
     // Stream names may be up to 4096 bytes, percent-encoded in the path.
     routerOptions: { maxParamLength: 16_384 },
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
@@ -133,6 +142,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   registerOpenApi(app, { version: deps.version });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
+  registerHttpDrain(app, { onDrain: () => closing.abort() });
+
   const config = deps.loaded.config;
   if (deps.cluster !== undefined) {
     registerLeaderRouting(app, deps.cluster.routing);

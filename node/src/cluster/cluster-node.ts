@@ -563,6 +563,35 @@ export class ClusterNode implements WriteRouter {
     return { accepted: true, message: 'resigning' };
   }
 
+  /**
+   * Before a planned stop (SIGTERM: a rolling update, a drained Kubernetes node, `kubectl delete
+   * pod`): a leader of a cluster of several voters resigns and waits, bounded, until another node
+   * leads, so writers see a hand-over (held writes, see `routeWrite`) instead of a lost leader
+   * and an election after the gossip timeouts. Resolves at once on any other node.
+   */
+  async handOverLeadership(limitMs: number): Promise<boolean> {
+    if (this.state !== 'Leader' || this.deps.settings.clusterSize < 2) return false;
+    // Nobody to hand over to (the other voters are gone or stopping too, as when a whole cluster
+    // is deleted): stop at once rather than wait for an election that cannot end.
+    const otherVoters = (): boolean => this.sessions.progress().some((p) => p.votes);
+    if (!otherVoters()) return false;
+    this.log.info('stopping: the leader hands over before it stops');
+    this.resign();
+    const untilMs = this.nowMs() + limitMs;
+    let votersSeenMs = this.nowMs();
+    while (!this.stopped && this.leaderElsewhere() === undefined) {
+      const leftMs = untilMs - this.nowMs();
+      if (otherVoters()) votersSeenMs = this.nowMs();
+      if (leftMs <= 0 || this.nowMs() - votersSeenMs > this.deps.settings.leaderElectionTimeoutMs * 2) {
+        this.log.warn({ limitMs }, 'no other node took the lead: stopping anyway');
+        return false;
+      }
+      await this.routeChange(Math.min(leftMs, WRITE_ROUTE_POLL_MS));
+    }
+    this.log.info({ leader: this.leaderId }, 'another node leads: stopping');
+    return true;
+  }
+
   private async completeResignation(): Promise<void> {
     const storage = this.deps.host.storage;
     await storage.stopLeading(notLeader('the leader is resigning'));
