@@ -145,16 +145,32 @@ function lastScavengesScript(namespace: string, pods: string[]): string {
 `;
 }
 
+/** One file of a node's log directory: its name, apparent size and allocated bytes. */
+interface LogFile { name: string; sizeBytes: number; allocatedBytes: number }
+
 /**
- * Bytes under /data in each pod, apparent (du -sb) and allocated (du -sB1), for the log only:
- * the writers add data while the cycle frees it, and chunk files are preallocated.
+ * The log's files in each pod (/data/db/chunk-*, the chunk files and a next chunk being
+ * zero-filled, `*.prealloc.tmp`): stat's apparent size and allocated blocks of each.
  */
-function dataBytes(namespace: string, pods: string[]): Record<string, string> {
+function logFiles(namespace: string, pods: string[]): Record<string, LogFile[]> {
   return Object.fromEntries(pods.map((pod) => {
-    const result = kubectl(['exec', '-n', namespace, pod, '--', 'sh', '-c', 'du -sb /data; du -sB1 /data']);
-    const sizes = result.status === 0 ? result.stdout.trim().split('\n').map((line) => line.split(/\s+/)[0]) : [];
-    return [pod, sizes.length === 2 ? `apparent ${sizes[0] ?? ''} allocated ${sizes[1] ?? ''}` : `unknown (${result.out.trim()})`];
+    const result = kubectl(['exec', '-n', namespace, pod, '--', 'sh', '-c', 'for f in /data/db/chunk-*; do [ -e "$f" ] && stat -c "%n %s %b %B" "$f"; done; true']);
+    if (result.status !== 0) throw new Error(`listing the log files of ${pod} failed:\n${result.out}`);
+    const files = result.stdout.trim().split('\n').filter((line) => line !== '').map((line) => {
+      const [name = '', size = '', blocks = '', blockSize = ''] = line.split(' ');
+      return { name: name.replace('/data/db/', ''), sizeBytes: Number(size), allocatedBytes: Number(blocks) * Number(blockSize) };
+    });
+    return [pod, files];
   }));
+}
+
+function allocatedBytes(files: LogFile[]): number {
+  return files.reduce((sum, file) => sum + file.allocatedBytes, 0);
+}
+
+function describeLog(files: LogFile[]): string {
+  const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(2);
+  return `${mib(allocatedBytes(files))} MiB allocated [${files.map((f) => `${f.name} ${mib(f.sizeBytes)}/${mib(f.allocatedBytes)}`).join(', ')}]`;
 }
 
 function eventsOf(namespace: string, kind: string, name?: string): { reason: string; note: string; time: string }[] {
@@ -193,7 +209,7 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     expect(leaderBefore).toBeDefined();
     const podNames = (await clusterPods(ns, 'orders')).map((pod) => pod.name);
     expect(podNames).toHaveLength(3);
-    const duBefore = dataBytes(ns, podNames);
+    const logBefore = logFiles(ns, podNames);
     // Writers through the leader Service for the whole cycle (the leader resigns in it).
     const writers = await startWriters(ns, {
       name: 'scav-writers',
@@ -228,10 +244,10 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     // No further cycle while the rest is checked (the next test resumes the schedule).
     await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
     const summary = await writers.stop();
-    const duAfter = dataBytes(ns, podNames);
+    const logAfter = logFiles(ns, podNames);
     process.stdout.write(`[scavenge-schedule] cycle ${cycleId ?? ''}: ${nodes.map((n) => `${n.pod}(${n.role ?? ''}) ${n.result ?? ''}`).join(', ')}; leader before ${leaderBefore ?? ''}\n`);
     process.stdout.write(`[scavenge-schedule] writers: acked ${summary.acked}, failedAttempts ${summary.failedAttempts}${summary.firstError === undefined ? '' : ` (first: ${summary.firstError})`}, longest gap ${summary.maxGapMs} ms, missing ${JSON.stringify(summary.missing)}\n`);
-    process.stdout.write(`[scavenge-schedule] /data bytes before ${JSON.stringify(duBefore)} after ${JSON.stringify(duAfter)}\n`);
+    for (const pod of podNames) process.stdout.write(`[scavenge-schedule] ${pod} log (name apparent/allocated MiB) before: ${describeLog(logBefore[pod] ?? [])}\n[scavenge-schedule] ${pod} log after: ${describeLog(logAfter[pod] ?? [])}\n`);
     // No acknowledged write lost. A few attempts may fail while the leader resigns (503, retried
     // with the same event id): counted and printed, not asserted zero.
     expect(summary.acked).toBeGreaterThan(50);
