@@ -204,43 +204,73 @@ describe('durability and recovery', () => {
     expect(all.events.filter((e) => e.stream.startsWith('s-')).length).toBe(300);
   });
 
-  it('preallocates the next chunk while one fills, and leaves exact files behind', async () => {
+  it('preallocates the next chunk once the active one is half full, and leaves exact files behind', async () => {
     const dir = tempDir();
-    const options = engineOptions(dir, { chunkSizeBytes: 16 * 1024 });
+    const chunkSizeBytes = 16 * 1024;
+    const options = engineOptions(dir, { chunkSizeBytes });
     const db = await openTestEngine(options);
-    for (let i = 0; i < 80; i++) await db.append('p', -2, [jsonEvent({ i, pad: 'z'.repeat(300) })]);
     const files = (): Record<string, number> => Object.fromEntries(fs.readdirSync(options.dbPath)
       .filter((f) => f.startsWith('chunk-')).map((f) => [f, fs.statSync(path.join(options.dbPath, f)).size]));
+    const temps = (): string[] => Object.keys(files()).filter((f) => f.endsWith('.prealloc.tmp'));
+    let i = 0;
+    const appendUntil = async (done: (offsetInChunk: number, chunkNumber: number) => boolean): Promise<void> => {
+      for (;;) {
+        const writer = db.stats().writerCheckpoint;
+        if (done(writer % chunkSizeBytes, Math.floor(writer / chunkSizeBytes))) return;
+        await db.append('p', -2, [jsonEvent({ i: i++, pad: 'z'.repeat(300) })]);
+      }
+    };
+    // A new log under half a chunk holds no chunk of zeros.
+    await appendUntil((offset) => offset > chunkSizeBytes / 4);
+    expect(temps()).toEqual([]);
+    // Past half: the next chunk is zero-filled; the chunk that then starts was preallocated in full.
+    await appendUntil((offset) => offset >= chunkSizeBytes / 2);
+    await until(() => temps().length === 1);
+    await appendUntil((offset, chunk) => chunk === 1 && offset < chunkSizeBytes / 2);
     const live = files();
     const active = Object.keys(live).filter((f) => !f.endsWith('.tmp')).sort().pop()!;
-    expect(live[active]).toBe(128 + 16 * 1024); // the active chunk was preallocated in full
-    expect(Object.keys(live).some((f) => f.endsWith('.prealloc.tmp'))).toBe(true);
+    expect(active).toMatch(/^chunk-000001\./);
+    expect(live[active]).toBe(128 + chunkSizeBytes);
+    expect(temps()).toEqual([]); // chunk 2 not before chunk 1 is half full
+    await appendUntil((offset) => offset >= chunkSizeBytes / 2);
+    await until(() => temps().length === 1);
     await db.close();
     const closed = files();
     expect(Object.keys(closed).some((f) => f.endsWith('.tmp'))).toBe(false);
-    expect(closed[active]).toBeLessThan(128 + 16 * 1024); // trimmed to its data at clean close
+    expect(closed[active]).toBeLessThan(128 + chunkSizeBytes); // trimmed to its data at clean close
     const reopened = await openTestEngine(options);
     engines.push(reopened);
-    expect(((await readNumbers(reopened, 'p')) as number[]).length).toBe(80);
-    expect(await reopened.append('p', 79, [jsonEvent('after')])).toMatchObject({ kind: 'success', firstEventNumber: 80 });
+    expect(((await readNumbers(reopened, 'p')) as number[]).length).toBe(i);
+    expect(await reopened.append('p', i - 1, [jsonEvent('after')])).toMatchObject({ kind: 'success', firstEventNumber: i });
   });
 
-  it('does not zero-fill the next chunk while a scavenge runs (the chunk its scavenge point starts)', async () => {
+  it('does not zero-fill the next chunk while a scavenge runs, and its scavenge point adds no second chunk of zeros', async () => {
     const dir = tempDir();
-    const options = engineOptions(dir, { chunkSizeBytes: 64 * 1024 });
+    const chunkSizeBytes = 64 * 1024;
+    const options = engineOptions(dir, { chunkSizeBytes });
     const db = await openTestEngine(options);
     engines.push(db);
-    for (let i = 0; i < 300; i++) await db.append('p', -2, [jsonEvent({ i, pad: 'z'.repeat(300) })]);
+    let i = 0;
+    const appendUntil = async (done: (offsetInChunk: number) => boolean): Promise<void> => {
+      while (!done(db.stats().writerCheckpoint % chunkSizeBytes)) await db.append('p', -2, [jsonEvent({ i: i++, pad: 'z'.repeat(300) })]);
+    };
     const temps = (): string[] => fs.readdirSync(options.dbPath).filter((f) => f.endsWith('.prealloc.tmp'));
-    // Small writes: the next chunk is being zero-filled.
+    const chunkFiles = (): number => fs.readdirSync(options.dbPath).filter((f) => /^chunk-\d+\.\d+$/.test(f)).length;
+    // Small writes past half a chunk: the next chunk is being zero-filled.
+    await appendUntil((offset) => offset >= chunkSizeBytes / 2);
     await until(() => temps().length === 1);
-    const before = fs.readdirSync(options.dbPath).filter((f) => /^chunk-\d+\.\d+$/.test(f)).length;
-    const handle = db.startScavenge(crypto.randomUUID(), { threads: 1, threshold: 0, throttlePercent: 100, syncOnly: false }, new RecordingListener());
-    expect((await handle.done).result).toBe('Success');
+    const before = chunkFiles();
+    // Throttled to 1 %, the scavenge is still running while its new chunk fills past half.
+    const handle = db.startScavenge(crypto.randomUUID(), { threads: 1, threshold: 0, throttlePercent: 1, syncOnly: false }, new RecordingListener());
     // The scavenge point took the prepared file as its new chunk and nothing was prepared after it.
-    expect(fs.readdirSync(options.dbPath).filter((f) => /^chunk-\d+\.\d+$/.test(f)).length).toBe(before + 1);
+    await until(() => db.stats().writerCheckpoint > chunkSizeBytes);
+    expect(chunkFiles()).toBe(before + 1);
     expect(temps()).toEqual([]);
-    expect((await readNumbers(db, 'p') as number[]).length).toBe(300);
+    await appendUntil((offset) => offset >= chunkSizeBytes / 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(temps()).toEqual([]);
+    expect((await handle.stop()).result).toBe('Stopped'); // it was running all along
+    expect((await readNumbers(db, 'p') as number[]).length).toBe(i);
   });
 
   it('does not zero-fill the next chunk under bulk writes: files stay exactly as long as their contents', async () => {

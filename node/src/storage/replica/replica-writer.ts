@@ -85,7 +85,9 @@ export class ReplicaWriter {
       const handover = thread ? this.deps.writerCheckpoint.reserve?.(end) : undefined;
       positions.writer = end;
       try {
-        await active.appendDurably(buf, thread, handover);
+        const durable = active.appendDurably(buf, thread, handover);
+        registry.noteAppended();
+        await durable;
         await handover?.landed();
         if (!handover) await this.deps.writerCheckpoint.write(end);
       } catch (err: unknown) {

@@ -372,6 +372,7 @@ export class LogWriter {
         throw err instanceof FatalError ? err : new FatalError('EDB_WRITE_FAILED', `write to ${active.file.path} failed`, { cause: err });
       });
       positions.writer += offset;
+      registry.noteAppended();
     }
     const inflight: InflightBatch = {
       ctx: batch.ctx, encoded, outcomes: batch.outcomes, endPosition: positions.writer, sizeBytes: offset, startedMs, durable: false, checkpointed,
