@@ -15,7 +15,8 @@
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
- *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each
+ *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each;
+ *                        next to a backup, scavenge, rolling update or scale, never behind it
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
  *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
