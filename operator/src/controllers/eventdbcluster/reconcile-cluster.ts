@@ -447,7 +447,7 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   if (running.length === 0) return 'continue';
   const method = spec.tls.reload ?? 'Signal';
   const placement = rotationPlacement({ operation: current, holdRequested: holdRequested(state) });
-  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: state.nowMs, previousCas: trustedCasBefore.get(uid) ?? [] });
+  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: state.nowMs, previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
   let rotation = placement.kind === 'alongside' ? { ...begun.rotation, alongside: placement.holder } : begun.rotation;
   const next = placement.kind === 'alongside' ? ` next to ${placement.holder}, which keeps the cluster` : '';
   if (begun.started) {
@@ -476,6 +476,8 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     credentials: await opsCredentials(api, state.identity.namespace, spec),
     method,
   };
+  // A further Secret change during this rotation: nodes may then serve certificates of any of these CAs.
+  trustedCasBefore.set(uid, [...deps.trust]);
   const ageMs = state.nowMs - Date.parse(rotation.startedAt);
   const waiting: string[] = [];
   const failed: string[] = [];
