@@ -8,7 +8,8 @@
 //   the last verified node is measured, and no write fails;
 // - the same by Endpoint (POST /admin/reloadconfig), switched without restarting any pod;
 // - a Secret whose key does not match its certificate: every node keeps serving the old
-//   certificate, the condition and Events say which node refused and why; fixing the Secret
+//   certificate, the condition and Events say which node refused and why; the operator restarted
+//   meanwhile continues the rotation's failure counts from the status; fixing the Secret
 //   completes the rotation;
 // - next to a scavenge: a ScavengeSchedule cycle (throttlePercent 1) holds the cluster and runs a
 //   node scavenge when the certificate Secret changes; every node is verified while
@@ -285,6 +286,22 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     const failures = eventsOf(ns, 'CertificateReloadFailed');
     expect(failures.some((note) => /rot-\d did not take the new certificates .*does not match the certificate/.test(note))).toBe(true);
     expect(await servedInCluster(ns, 'probe-bad-key')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafC.certificatePem)])));
+
+    // The operator restarts in the middle of the failing rotation: the new process continues it
+    // from status.certificates.rotation (same start, failure counts going on, not from zero).
+    const failing = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
+    const counts = Object.fromEntries((failing?.nodes ?? []).map((node) => [node.pod, node.failures]));
+    expect(Object.keys(counts).length).toBeGreaterThan(0);
+    await operator?.stop();
+    operator = await startLocalOperator({ namespaces: [ns] });
+    const continued = await waitFor('the restarted operator to count further failures', async () => {
+      const rotation = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
+      return (rotation?.nodes ?? []).some((node) => node.failures > (counts[node.pod] ?? Infinity)) ? rotation : undefined;
+    }, 120_000, 1000);
+    process.stdout.write(`[certificate-rotation] failures before the operator restart ${JSON.stringify(counts)}, after ${JSON.stringify(Object.fromEntries((continued?.nodes ?? []).map((node) => [node.pod, node.failures])))}\n`);
+    expect(continued?.startedAt).toBe(failing?.startedAt);
+    expect(continued?.secretChangedAt).toBe(failing?.secretChangedAt);
+    for (const node of continued?.nodes ?? []) expect(node.failures).toBeGreaterThanOrEqual(counts[node.pod] ?? 1);
 
     putCertificate(ns, leafD);
     const cluster = await waitRotated(ns, hashOf(leafD, leafD.privateKeyPem, [caNew]));
