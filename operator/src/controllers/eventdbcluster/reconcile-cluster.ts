@@ -447,7 +447,8 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   if (running.length === 0) return 'continue';
   const method = spec.tls.reload ?? 'Signal';
   const placement = rotationPlacement({ operation: current, holdRequested: holdRequested(state) });
-  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: state.nowMs, previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
+  // Started when the change is seen (the Secrets were just read), not when this reconcile began.
+  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: Math.max(state.nowMs, state.deps.clock.nowMs()), previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
   let rotation = placement.kind === 'alongside' ? { ...begun.rotation, alongside: placement.holder } : begun.rotation;
   const next = placement.kind === 'alongside' ? ` next to ${placement.holder}, which keeps the cluster` : '';
   if (begun.started) {
