@@ -27,8 +27,9 @@ import { LeaderElection } from './runtime/leader-election.js';
 import { OperatorMetrics } from './runtime/metrics.js';
 import { PortForwardAccess } from './runtime/port-forward-access.js';
 import { ProbeServer } from './runtime/probe-server.js';
-import type { KubeApi, ResourceType } from './runtime/kube-api.js';
-import { BACKUPS, EVENTDB_CLUSTERS, PODS, SCAVENGE_SCHEDULES } from './runtime/resource-types.js';
+import type { KubeApi, KubeObject, ResourceType } from './runtime/kube-api.js';
+import { BACKUPS, EVENTDB_CLUSTERS, PODS, SCAVENGE_SCHEDULES, SECRETS } from './runtime/resource-types.js';
+import { clustersUsingSecret, secretMetadataOnly } from './controllers/eventdbcluster/secret-watch.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -59,7 +60,7 @@ function operatorNamespace(config: OperatorConfig, api: ClientNodeKubeApi): stri
 function informersFor(
   type: ResourceType,
   config: OperatorConfig,
-  shared: { api: KubeApi; log: Logger; metrics: OperatorMetrics; labelSelector?: string },
+  shared: { api: KubeApi; log: Logger; metrics: OperatorMetrics; labelSelector?: string; transform?: (object: KubeObject) => KubeObject },
 ): InformerSet {
   const namespaces: (string | undefined)[] = config.WATCH_NAMESPACES.length === 0 ? [undefined] : config.WATCH_NAMESPACES;
   return new InformerSet(
@@ -72,6 +73,7 @@ function informersFor(
           log: shared.log.child({ component: 'informer', kind: type.kind, ...(namespace ? { watchNamespace: namespace } : {}) }),
           ...(namespace === undefined ? {} : { namespace }),
           ...(shared.labelSelector === undefined ? {} : { labelSelector: shared.labelSelector }),
+          ...(shared.transform === undefined ? {} : { transform: shared.transform }),
           resyncPeriodMs: config.RESYNC_PERIOD_MS,
           onActivity: (activity) => shared.metrics.informerEvents.inc({ kind: type.kind, activity }),
         }),
@@ -104,6 +106,9 @@ async function main(): Promise<void> {
   const pods = informersFor(PODS, config, { api, log, metrics, labelSelector: 'app.kubernetes.io/managed-by=eventdb-operator' });
   const backups = informersFor(BACKUPS, config, { api, log, metrics });
   const schedules = informersFor(SCAVENGE_SCHEDULES, config, { api, log, metrics });
+  // Certificate and CA Secrets: a change reconciles the clusters using them at once (rotation).
+  const secrets = config.WATCH_SECRETS ? informersFor(SECRETS, config, { api, log, metrics, transform: secretMetadataOnly }) : undefined;
+  const informers = [clusters, pods, backups, schedules, ...(secrets === undefined ? [] : [secrets])];
   const deps: ClusterControllerDeps = {
     api,
     clusters,
@@ -191,6 +196,11 @@ async function main(): Promise<void> {
     enqueueBackupsOf(object.metadata.namespace, object.metadata.name ?? '');
     enqueueSchedulesOf(object.metadata.namespace, object.metadata.name ?? '');
   });
+  secrets?.on((event, object) => {
+    // Clusters are resynced on their own: only real changes of a Secret matter here.
+    if (event === 'resync') return;
+    for (const key of clustersUsingSecret(clusters.list(), { namespace: object.metadata.namespace, name: object.metadata.name })) controller.enqueue(key);
+  });
   pods.on((_event, object) => {
     const cluster = object.metadata.labels?.['eventdb.io/cluster'];
     if (cluster !== undefined) {
@@ -204,26 +214,23 @@ async function main(): Promise<void> {
     port: config.probePort,
     registry: metrics.registry,
     live: () => {
-      const silentMs = Date.now() - Math.min(clusters.lastContactAtMs(), pods.lastContactAtMs(), backups.lastContactAtMs(), schedules.lastContactAtMs());
-      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced() && schedules.hasSynced();
+      const silentMs = Date.now() - Math.min(...informers.map((informer) => informer.lastContactAtMs()));
+      const synced = informers.every((informer) => informer.hasSynced());
       return { ok: !synced || silentMs < INFORMER_STALE_MS, detail: synced ? `watches heard from ${Math.round(silentMs / 1000)} s ago` : 'starting' };
     },
     ready: () => {
-      const synced = clusters.hasSynced() && pods.hasSynced() && backups.hasSynced() && schedules.hasSynced();
+      const synced = informers.every((informer) => informer.hasSynced());
       return { ok: synced, detail: synced ? (election?.isLeader() === false ? 'standby' : 'leading') : 'caches not synced' };
     },
   });
   const address = await probes.listen();
-  clusters.start();
-  pods.start();
-  backups.start();
-  schedules.start();
-  log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
+  for (const informer of informers) informer.start();
+  log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, watchSecrets: config.WATCH_SECRETS, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
 
   let election: LeaderElection | undefined;
   let stopping = false;
   const startControllers = async (): Promise<void> => {
-    await Promise.all([clusters.waitForSync(), pods.waitForSync(), backups.waitForSync(), schedules.waitForSync()]);
+    await Promise.all(informers.map((informer) => informer.waitForSync()));
     if (stopping) return;
     metrics.isLeader.set({}, 1);
     controller.start();
@@ -240,7 +247,7 @@ async function main(): Promise<void> {
     log.info({ exitCode: code }, 'operator stopping');
     await Promise.all([controller.stop(), backupController.stop(), scheduleController.stop()]);
     await election?.stop();
-    await Promise.all([clusters.stop(), pods.stop(), backups.stop(), schedules.stop()]);
+    await Promise.all(informers.map((informer) => informer.stop()));
     await access.close();
     await probes.close();
     log.flush();

@@ -57,6 +57,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [services, configmaps, secrets]
   verbs: [get, create, patch]
+{{- if .Values.watchSecrets }}
+# Certificate rotation: a change of a cluster's certificate or CA Secret reconciles it at once
+# (the operator's cache keeps the Secrets' metadata only).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+{{- end }}
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, create, patch]

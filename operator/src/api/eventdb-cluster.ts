@@ -249,6 +249,44 @@ export const OperationStatus = z.object({
 });
 export type OperationStatus = z.infer<typeof OperationStatus>;
 
+/**
+ * A certificate rotation (issue 22): the running one, else the last one. Persisted so that an
+ * operator restarted in the middle of it continues where it was: which nodes are verified, how
+ * often each one's reload failed and when it is tried next, and when the Secret changed (the
+ * rotation's seconds are counted from there).
+ */
+export const CertificateRotationStatus = z.object({
+  secretHash: z.string().describe('Content hash of the certificate and CA Secrets the nodes are brought to.'),
+  method: z.enum(['Signal', 'Endpoint']).optional().describe('tls.reload when the rotation started.'),
+  secretChangedAt: Timestamp.describe('When the certificate or CA Secret changed: its latest write (to the second), else when the operator first saw the change.'),
+  startedAt: Timestamp.describe('When the operator first saw the change and started the rotation.'),
+  finishedAt: Timestamp.optional().describe('When the last node was verified; absent while the rotation runs.'),
+  seconds: z.number().optional().describe('From secretChangedAt to the last verified node.'),
+  alongside: z
+    .string()
+    .optional()
+    .describe('The operation (status.operation) that held the cluster while the rotation ran next to it, e.g. "Scavenge 5f0c...": a reload restarts nothing, so it never waits for a backup, scavenge, rolling update or scale.'),
+  verified: z.array(z.string()).max(64).optional().describe('Pods verified to serve the new certificate and trust the new CAs.'),
+  nodes: z
+    .array(
+      z.object({
+        pod: z.string(),
+        failures: z.number().int().describe('Failed reload attempts of this node in this rotation.'),
+        lastError: z.string().optional(),
+        nextAttemptAt: Timestamp.optional().describe('A failed node is not tried again before this time (back-off 5, 10, 20, then every 30 s).'),
+      }),
+    )
+    .max(64)
+    .optional()
+    .describe('Nodes whose reload failed in this rotation.'),
+  previousCaCertificates: z
+    .array(z.string())
+    .max(16)
+    .optional()
+    .describe('The CA certificates (PEM, public) trusted before the change, while the rotation runs: nodes not yet reloaded still serve certificates they sign.'),
+});
+export type CertificateRotationStatus = z.infer<typeof CertificateRotationStatus>;
+
 export const EventDBClusterStatus = z.object({
   observedGeneration: z.number().int().optional(),
   phase: ClusterPhase.optional(),
@@ -287,6 +325,7 @@ export const EventDBClusterStatus = z.object({
       notAfter: Timestamp.optional(),
       reloadedAt: Timestamp.optional(),
       servedByNodes: z.boolean().optional().describe('True when every running node was started with TLS (false with tls.mode Disabled, or while older pods run without it).'),
+      rotation: CertificateRotationStatus.optional().describe('The running certificate rotation, else the last one.'),
     })
     .optional(),
   credentials: z

@@ -35,6 +35,12 @@ export const OperatorConfigSchema = z.object({
   NODE_ACCESS: z.enum(['pod-ip', 'port-forward']).optional(),
   WORKERS: z.coerce.number().int().min(1).max(32).default(4),
   RESYNC_PERIOD_MS: z.coerce.number().int().min(1000).default(300_000),
+  /**
+   * Watch Secrets (list/watch, metadata kept only) so a change of a cluster's certificate or CA
+   * Secret reconciles that cluster at once; false: Secrets are only read at each reconcile (a
+   * rotation then starts up to 15 s late), for installs that must not list Secrets.
+   */
+  WATCH_SECRETS: Bool.default(true),
 });
 
 export type OperatorConfig = z.infer<typeof OperatorConfigSchema> & {

@@ -129,6 +129,23 @@ describe('Informer', () => {
     await informer.stop();
   });
 
+  it('keeps what its transform keeps of each object, listed or watched', async () => {
+    const api = new FakeKubeApi();
+    const clock = new ManualClock(1_000_000);
+    const informer = new Informer({ api, type: CONFIG_MAPS, clock, log, resyncPeriodMs: 0, relistPeriodMs: 3_600_000, watchTimeoutSeconds: 60, retryBaseMs: 100, random: () => 0.5, transform: (object) => ({ ...object, data: {} }) });
+    const events: [InformerEvent, string][] = [];
+    informer.on((event, object) => events.push([event, object.metadata.name ?? '']));
+    api.seed(CONFIG_MAPS, configMap('a', { secret: '1' }));
+    informer.start();
+    await informer.waitForSync();
+    await settle();
+    await api.patch(CONFIG_MAPS, 'ns', 'a', { data: { secret: '2' } });
+    await settle();
+    expect(events).toEqual([['add', 'a'], ['update', 'a']]);
+    expect(informer.get('ns/a')?.['data']).toEqual({});
+    await informer.stop();
+  });
+
   it('hands every cached object to the handlers at each resync', async () => {
     const { api, clock, events, informer } = setUp({ resyncPeriodMs: 30_000 });
     api.seed(CONFIG_MAPS, configMap('a'));

@@ -43,6 +43,8 @@ export interface InformerOptions {
   /** Back-off after a failed list or watch: doubles from this, up to 30 s. Default 1 s. */
   readonly retryBaseMs?: number;
   readonly random?: () => number;
+  /** What the cache keeps of each object (e.g. only the metadata of Secrets); default: all of it. */
+  readonly transform?: (object: KubeObject) => KubeObject;
   /** Called for every list, watch start, failure and relist, for metrics. */
   readonly onActivity?: (activity: 'list' | 'watch' | 'watch-error' | 'relist-gone' | 'relist-silent' | 'list-error') => void;
 }
@@ -140,7 +142,8 @@ export class Informer {
     const result = await api.list(type, { namespace, labelSelector });
     this.#lastEventAtMs = this.#options.clock.nowMs();
     const seen = new Set<string>();
-    for (const item of result.items) {
+    for (const listed of result.items) {
+      const item = this.#options.transform === undefined ? listed : this.#options.transform(listed);
       const key = objectKey(item);
       seen.add(key);
       this.#upsert(key, item);
@@ -252,7 +255,8 @@ export class Informer {
 
   #apply(eventType: 'ADDED' | 'MODIFIED' | 'DELETED', object: KubeObject): void {
     const { type } = this.#options;
-    const whole = { ...object, apiVersion: object.apiVersion ?? (type.group === '' ? type.version : `${type.group}/${type.version}`), kind: object.kind ?? type.kind };
+    const kept = this.#options.transform === undefined ? object : this.#options.transform(object);
+    const whole = { ...kept, apiVersion: kept.apiVersion ?? (type.group === '' ? type.version : `${type.group}/${type.version}`), kind: kept.kind ?? type.kind };
     const key = objectKey(whole);
     if (eventType === 'DELETED') {
       this.#store.delete(key);

@@ -8,13 +8,19 @@
 //   the last verified node is measured, and no write fails;
 // - the same by Endpoint (POST /admin/reloadconfig), switched without restarting any pod;
 // - a Secret whose key does not match its certificate: every node keeps serving the old
-//   certificate, the condition and Events say which node refused and why; fixing the Secret
+//   certificate, the condition and Events say which node refused and why; the operator restarted
+//   meanwhile continues the rotation's failure counts from the status; fixing the Secret
 //   completes the rotation;
+// - next to a scavenge: a ScavengeSchedule cycle (throttlePercent 1) holds the cluster and runs a
+//   node scavenge when the certificate Secret changes; every node is verified while
+//   status.operation stays the Scavenge (the rotation does not wait for it), the delay from the
+//   Secret update to the start of the reload is printed (the Secret informer), and the cycle
+//   still completes on every node;
 // - self-signed mode with a 6-minute certificate renewed 4 minutes before expiry (a one-node
 //   cluster): renewed and reloaded before it expires, no write fails.
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
+import { api, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
 import { createCertificateAuthority, createSignedCertificate, type KeyPairPem } from '../../../operator/src/resources/tls/certificate.js';
 import { nodeCertificateNames } from '../../../operator/src/resources/secrets.js';
 import { rotationTarget } from '../../../operator/src/controllers/eventdbcluster/certificate-rotation.js';
@@ -113,6 +119,49 @@ const hosts = ${JSON.stringify(hosts)};
 })();
 `;
   return lastJsonLine<Record<string, string>>(await runInCluster(ns, probe, script, {}, 120_000, CLUSTER, 'rot-client-trust'));
+}
+
+function applySchedule(ns: string, name: string, spec: Record<string, unknown>): void {
+  const result = kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'eventdb.io/v1alpha1', kind: 'ScavengeSchedule', metadata: { name, namespace: ns }, spec }));
+  if (result.status !== 0) throw new Error(`kubectl apply of ScavengeSchedule ${name} failed:\n${result.out}`);
+}
+
+interface ScheduleStatus {
+  state?: string;
+  currentCycle?: { id: string; nodes?: { pod: string; result?: string }[] };
+  history?: { id: string; result: string }[];
+}
+
+async function scheduleStatus(ns: string, name: string): Promise<ScheduleStatus | undefined> {
+  return (await api().get<{ status?: ScheduleStatus }>(`/apis/eventdb.io/v1alpha1/namespaces/${ns}/scavengeschedules/${name}`))?.status;
+}
+
+/** Writes `streams` streams of 20 events of 2 KB through the leader and hard-deletes all but two: garbage to scavenge. */
+function garbageScript(streams: number): string {
+  return `
+(async () => {
+  const auth = 'Basic ' + Buffer.from('admin:' + process.env.EVENTDB_PASSWORD).toString('base64');
+  const call = async (method, path, init) => {
+    for (let attempt = 0; attempt < 30; attempt++) {
+      try {
+        const response = await fetch('https://${CLUSTER}-leader:2113' + path, { method, ...init });
+        if (response.status < 500) return response.status;
+      } catch {}
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    return 0;
+  };
+  let written = 0, deleted = 0;
+  for (let s = 0; s < ${streams}; s++) {
+    const events = Array.from({ length: 20 }, (_, i) => ({ eventId: crypto.randomUUID(), eventType: 'filler', data: { s, i, pad: 'x'.repeat(2000) } }));
+    if ((await call('POST', '/streams/garbage-' + s, { headers: { authorization: auth, 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify(events) })) === 201) written++;
+  }
+  for (let s = 2; s < ${streams}; s++) {
+    if ((await call('DELETE', '/streams/garbage-' + s, { headers: { authorization: auth, 'ES-HardDelete': 'true' } })) === 204) deleted++;
+  }
+  console.log(JSON.stringify({ written, deleted }));
+})().catch((err) => { console.error(err); process.exitCode = 1; });
+`;
 }
 
 function eventsOf(ns: string, reason: string): string[] {
@@ -238,11 +287,75 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     expect(failures.some((note) => /rot-\d did not take the new certificates .*does not match the certificate/.test(note))).toBe(true);
     expect(await servedInCluster(ns, 'probe-bad-key')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafC.certificatePem)])));
 
+    // The operator restarts in the middle of the failing rotation: the new process continues it
+    // from status.certificates.rotation (same start, failure counts going on, not from zero).
+    const failing = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
+    const counts = Object.fromEntries((failing?.nodes ?? []).map((node) => [node.pod, node.failures]));
+    expect(Object.keys(counts).length).toBeGreaterThan(0);
+    await operator?.stop();
+    operator = await startLocalOperator({ namespaces: [ns] });
+    const continued = await waitFor('the restarted operator to count further failures', async () => {
+      const rotation = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
+      return (rotation?.nodes ?? []).some((node) => node.failures > (counts[node.pod] ?? Infinity)) ? rotation : undefined;
+    }, 120_000, 1000);
+    process.stdout.write(`[certificate-rotation] failures before the operator restart ${JSON.stringify(counts)}, after ${JSON.stringify(Object.fromEntries((continued?.nodes ?? []).map((node) => [node.pod, node.failures])))}\n`);
+    expect(continued?.startedAt).toBe(failing?.startedAt);
+    expect(continued?.secretChangedAt).toBe(failing?.secretChangedAt);
+    for (const node of continued?.nodes ?? []) expect(node.failures).toBeGreaterThanOrEqual(counts[node.pod] ?? 1);
+
     putCertificate(ns, leafD);
     const cluster = await waitRotated(ns, hashOf(leafD, leafD.privateKeyPem, [caNew]));
     expect(cluster.status?.operation).toBeUndefined();
     expect(await servedInCluster(ns, 'probe-fixed')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafD.certificatePem)])));
   }, 600_000);
+  it('next to a throttled scavenge cycle: every node is verified while the Scavenge holds the cluster, and the cycle completes', async () => {
+    const leafE = leaf(ns, caNew, 'node-e.eventdb.test');
+    const wrote = lastJsonLine<{ written: number; deleted: number }>(await runInCluster(ns, 'rot-garbage', garbageScript(40), { EVENTDB_PASSWORD: password }, 300_000, CLUSTER, 'rot-client-trust'));
+    expect(wrote).toEqual({ written: 40, deleted: 38 });
+    // Throttled to 1 %: a node scavenge rests 99 % of its time, so the cycle is long.
+    applySchedule(ns, 'rot-scavenge', { cluster: { name: CLUSTER }, schedule: '* * * * *', timeZone: 'UTC', throttlePercent: 1 });
+    const running = await waitFor('a cycle holding the cluster with a node scavenge running', async () => {
+      const current = (await scheduleStatus(ns, 'rot-scavenge'))?.currentCycle;
+      const operation = (await getCluster(ns, CLUSTER))?.status?.operation as { kind?: string; id?: string } | undefined;
+      const scavenging = (current?.nodes ?? []).some((node) => node.result === 'InProgress');
+      return current !== undefined && scavenging && operation?.kind === 'Scavenge' && operation.id === current.id ? current : undefined;
+    }, 180_000, 250);
+    const expected = hashOf(leafE, leafE.privateKeyPem, [caNew]);
+    const changedAtMs = putCertificate(ns, leafE);
+    let last: ClusterObject | undefined;
+    let heldThroughout = true;
+    const done = await waitFor('the rotation verified on every node next to the scavenge', async () => {
+      last = await getCluster(ns, CLUSTER);
+      const operation = last?.status?.operation as { kind?: string; id?: string } | undefined;
+      const rotation = last?.status?.certificates?.rotation;
+      const finished = rotation?.secretHash === expected && rotation.finishedAt !== undefined;
+      if (!finished && !(operation?.kind === 'Scavenge' && operation.id === running.id)) heldThroughout = false;
+      return finished && condition(last, 'CertificatesReloaded')?.status === 'True' ? last : undefined;
+    }, 240_000, 250).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}\nlast status: ${JSON.stringify(last?.status, null, 1)}\n${kubectl(['get', 'events', '-n', ns]).out}`);
+    });
+    const rotation = done.status?.certificates?.rotation;
+    const observedSeconds = (Date.now() - changedAtMs) / 1000;
+    const startDelaySeconds = (Date.parse(rotation?.startedAt ?? '') - changedAtMs) / 1000;
+    const seconds = (Date.parse(rotation?.finishedAt ?? '') - changedAtMs) / 1000;
+    process.stdout.write(`[certificate-rotation] next to Scavenge ${running.id}: Secret update to reload start ${startDelaySeconds.toFixed(1)} s, to the last verified node ${seconds.toFixed(1)} s (operator's figure ${rotation?.seconds ?? '?'} s from the Secret's write time; seen by the test after ${observedSeconds.toFixed(1)} s); status.operation ${JSON.stringify(done.status?.operation)}\n`);
+    // The rotation did not wait: the cycle held the cluster from the Secret update to the last verified node.
+    expect(heldThroughout).toBe(true);
+    expect(rotation?.alongside).toBe(`Scavenge ${running.id}`);
+    expect(rotation?.verified).toEqual(pods());
+    expect(done.status?.certificates?.secretHash).toBe(expected);
+    expect(seconds).toBeLessThan(120);
+    expect(startDelaySeconds).toBeLessThan(5);
+    expect(await servedInCluster(ns, 'probe-scavenge')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafE.certificatePem)])));
+    // The cycle goes on to the end on every node (no longer throttled, to finish sooner).
+    await api().call('PATCH', `/apis/eventdb.io/v1alpha1/namespaces/${ns}/scavengeschedules/rot-scavenge`, { spec: { throttlePercent: 100 } }, { patch: 'merge' });
+    const completed = await waitFor('the scavenge cycle to complete', async () => (await scheduleStatus(ns, 'rot-scavenge'))?.history?.find((entry) => entry.id === running.id), 300_000, 500);
+    await api().call('PATCH', `/apis/eventdb.io/v1alpha1/namespaces/${ns}/scavengeschedules/rot-scavenge`, { spec: { suspend: true } }, { patch: 'merge' });
+    process.stdout.write(`[certificate-rotation] scavenge cycle ${running.id}: ${completed.result}\n`);
+    expect(completed.result).toBe('Success');
+    await waitRotated(ns, expected);
+  }, 720_000);
+
   it('self-signed: a short-lived node certificate is renewed before expiry and reloaded, no write fails', async () => {
     const spec = {
       replicas: 1,

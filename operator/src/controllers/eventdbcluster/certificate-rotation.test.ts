@@ -2,6 +2,12 @@ import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createCertificateAuthority, createSignedCertificate } from '../../resources/tls/certificate.js';
 import {
+  beginRotation,
+  failureOf,
+  finishRotation,
+  recordFailure,
+  recordVerified,
+  rotationPlacement,
   FAILURES_BEFORE_REPORT,
   nodeVerdict,
   normalizeFingerprint,
@@ -81,5 +87,89 @@ describe('certificate rotation (pure)', () => {
     expect(remainingNodes(['orders-0', 'orders-1', 'orders-2'], ['orders-2'], 'orders-0')).toEqual(['orders-1', 'orders-0']);
     expect(renewalDue(nowMs + 59_000, nowMs, 60_000)).toBe(true);
     expect(renewalDue(nowMs + 61_000, nowMs, 60_000)).toBe(false);
+  });
+});
+
+describe('where a rotation runs', () => {
+  it('is the cluster operation when nothing else holds the cluster', () => {
+    expect(rotationPlacement({ operation: undefined, holdRequested: undefined })).toEqual({ kind: 'own-operation' });
+    expect(rotationPlacement({ operation: { kind: 'CertificateReload', id: 'certificates-ab' }, holdRequested: undefined })).toEqual({ kind: 'own-operation' });
+  });
+
+  it('runs next to a scavenge, backup, rolling update or scale, which keeps status.operation', () => {
+    for (const kind of ['Scavenge', 'Backup', 'RollingUpdate', 'Scale', 'Restore']) {
+      expect(rotationPlacement({ operation: { kind, id: 'op-1' }, holdRequested: undefined })).toEqual({ kind: 'alongside', holder: `${kind} op-1`, releaseOperation: false });
+    }
+    expect(rotationPlacement({ operation: { kind: 'Scavenge', id: 'c-1' }, holdRequested: 'Scavenge' })).toEqual({ kind: 'alongside', holder: 'Scavenge c-1', releaseOperation: false });
+  });
+
+  it('gives status.operation up to a backup or scavenge that asks for the cluster, and goes on next to it', () => {
+    expect(rotationPlacement({ operation: { kind: 'CertificateReload', id: 'certificates-ab' }, holdRequested: 'Backup' })).toEqual({ kind: 'alongside', holder: 'Backup (requested)', releaseOperation: true });
+    expect(rotationPlacement({ operation: undefined, holdRequested: 'Scavenge' })).toEqual({ kind: 'alongside', holder: 'Scavenge (requested)', releaseOperation: false });
+  });
+});
+
+describe('the rotation persisted in status.certificates.rotation', () => {
+  const changedAtMs = nowMs - 3000;
+  const start = (): ReturnType<typeof beginRotation> =>
+    beginRotation({ previous: undefined, target, method: 'Signal', changedAtMs, nowMs, previousCas: [caOld.certificatePem, caOld.certificatePem] });
+
+  it('starts from the Secret change and keeps the CAs trusted before it', () => {
+    const { rotation, started } = start();
+    expect(started).toBe(true);
+    expect(rotation).toEqual({
+      secretHash: target.hash,
+      method: 'Signal',
+      secretChangedAt: new Date(changedAtMs).toISOString(),
+      startedAt: new Date(nowMs).toISOString(),
+      verified: [],
+      previousCaCertificates: [caOld.certificatePem],
+    });
+  });
+
+  it('an operator restarted in the middle continues the counts, the verified nodes and the start', () => {
+    let rotation = start().rotation;
+    rotation = recordVerified(rotation, 'orders-0');
+    rotation = recordFailure(rotation, 'orders-1', 'the key does not match', nowMs);
+    // What a restarted operator reads back from the status (a JSON round trip).
+    const restored = JSON.parse(JSON.stringify(rotation)) as typeof rotation;
+    const later = nowMs + 60_000;
+    const again = beginRotation({ previous: restored, target, method: 'Endpoint', changedAtMs: later, nowMs: later, previousCas: [] });
+    expect(again.started).toBe(false);
+    expect(again.rotation).toEqual(restored);
+    expect(failureOf(again.rotation, 'orders-1')).toEqual({ count: 1, lastError: 'the key does not match', nextAttemptAtMs: nowMs + retryDelayMs(1) });
+    const twice = recordFailure(again.rotation, 'orders-1', 'the key does not match', later);
+    expect(failureOf(twice, 'orders-1')?.count).toBe(2);
+    expect(failureOf(twice, 'orders-1')?.nextAttemptAtMs).toBe(later + retryDelayMs(2));
+    expect(failureOf(twice, 'orders-2')).toBeUndefined();
+    // The seconds still count from the Secret change, not from the restart.
+    const done = finishRotation(recordVerified(recordVerified(twice, 'orders-1'), 'orders-2'), changedAtMs + 75_300);
+    expect(done).toEqual({
+      secretHash: target.hash,
+      method: 'Signal',
+      secretChangedAt: new Date(changedAtMs).toISOString(),
+      startedAt: new Date(nowMs).toISOString(),
+      finishedAt: new Date(changedAtMs + 75_300).toISOString(),
+      seconds: 75.3,
+      verified: ['orders-0', 'orders-1', 'orders-2'],
+    });
+  });
+
+  it('a new Secret change during a rotation starts a new one: failures forgotten', () => {
+    const failing = recordFailure(start().rotation, 'orders-1', 'refused', nowMs);
+    const other = rotationTarget(leafOld.certificatePem, leafOld.privateKeyPem, [caOld.certificatePem])!;
+    const next = beginRotation({ previous: failing, target: other, method: 'Signal', changedAtMs: nowMs + 5000, nowMs: nowMs + 6000, previousCas: [] });
+    expect(next.started).toBe(true);
+    expect(next.rotation.nodes).toBeUndefined();
+    expect(next.rotation.secretChangedAt).toBe(new Date(nowMs + 5000).toISOString());
+  });
+
+  it('a finished rotation of the same Secrets is not continued; without a Secret write its seconds count from now', () => {
+    const finished = finishRotation(recordVerified(start().rotation, 'orders-0'), nowMs + 1000);
+    const again = beginRotation({ previous: finished, target, method: 'Signal', changedAtMs, nowMs: nowMs + 99_000, previousCas: [] });
+    expect(again.started).toBe(true);
+    expect(again.rotation.secretChangedAt).toBe(new Date(nowMs + 99_000).toISOString());
+    // A Secret time in the future (clock skew) is not believed either.
+    expect(beginRotation({ previous: undefined, target, method: 'Signal', changedAtMs: nowMs + 5000, nowMs, previousCas: [] }).rotation.secretChangedAt).toBe(new Date(nowMs).toISOString());
   });
 });

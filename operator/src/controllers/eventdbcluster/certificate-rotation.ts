@@ -10,6 +10,7 @@
  * updates Secret volumes after its sync delay; the controller nudges it by annotating the pod).
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import type { CertificateRotationStatus } from '../../api/eventdb-cluster.js';
 
 /** A fingerprint in one form: lower-case hex without separators (`sha256:ab..` and `AB:..` both map to it). */
 export function normalizeFingerprint(fingerprint: string): string {
@@ -144,4 +145,96 @@ export function remainingNodes(pods: readonly string[], completed: readonly stri
 /** When a self-signed node certificate is renewed: `renewBeforeMs` before it expires. */
 export function renewalDue(notAfterMs: number, nowMs: number, renewBeforeMs: number): boolean {
   return notAfterMs - nowMs < renewBeforeMs;
+}
+
+/**
+ * Where a rotation runs. A reload restarts nothing, so it never waits for another operation:
+ * - `own-operation`: nothing else holds the cluster; the rotation is status.operation
+ *   (kind CertificateReload) and a rolling update or scale waits for it;
+ * - `alongside`: a Backup, Scavenge, RollingUpdate, Scale or Restore holds the cluster (or a
+ *   Backup or ScavengeSchedule asks for it by its hold annotation): status.operation stays that
+ *   operation, and the rotation goes on next to it (status.certificates.rotation and the
+ *   CertificatesReloaded condition show it). A rolling update restarts pods with the Secret's
+ *   current files, so those verify at once; the others are reloaded like any node.
+ */
+export type RotationPlacement =
+  | { readonly kind: 'own-operation' }
+  /** `holder`: "<kind> <id>" of the operation that holds the cluster, e.g. "Scavenge 5f0c...". */
+  | { readonly kind: 'alongside'; readonly holder: string; readonly releaseOperation: boolean };
+
+export function rotationPlacement(input: {
+  readonly operation: { readonly kind: string; readonly id: string } | undefined;
+  /** A Backup or ScavengeSchedule asks for the cluster (annotation eventdb.io/backup-hold or eventdb.io/scavenge-hold). */
+  readonly holdRequested: 'Backup' | 'Scavenge' | undefined;
+}): RotationPlacement {
+  const { operation, holdRequested } = input;
+  if (operation !== undefined && operation.kind !== 'CertificateReload') return { kind: 'alongside', holder: `${operation.kind} ${operation.id}`, releaseOperation: false };
+  // The hold takes status.operation from the rotation, which goes on next to it.
+  if (holdRequested !== undefined) return { kind: 'alongside', holder: `${holdRequested} (requested)`, releaseOperation: operation !== undefined };
+  return { kind: 'own-operation' };
+}
+
+/**
+ * The rotation to carry on for `target`: the one in the status when it aims at the same hash and
+ * is not finished (an operator restarted in the middle continues its counts), else a new one.
+ * `changedAtMs` is the Secrets' latest write; the seconds of a new rotation count from there.
+ */
+export function beginRotation(input: {
+  readonly previous: CertificateRotationStatus | undefined;
+  readonly target: RotationTarget;
+  readonly method: 'Signal' | 'Endpoint';
+  readonly changedAtMs: number | undefined;
+  readonly nowMs: number;
+  /** The CA certificates trusted before the change (nodes not yet reloaded present certificates they sign). */
+  readonly previousCas: readonly string[];
+}): { readonly rotation: CertificateRotationStatus; readonly started: boolean } {
+  const { previous, target, nowMs } = input;
+  if (previous !== undefined && previous.secretHash === target.hash && previous.finishedAt === undefined) return { rotation: previous, started: false };
+  // The same hash as the last rotation: no Secret change (e.g. a node came back with old files).
+  const sameSecrets = previous?.secretHash === target.hash;
+  const changedAtMs = !sameSecrets && input.changedAtMs !== undefined && input.changedAtMs <= nowMs ? input.changedAtMs : nowMs;
+  const cas = [...new Set(input.previousCas)].slice(0, 16);
+  return {
+    started: true,
+    rotation: {
+      secretHash: target.hash,
+      method: input.method,
+      secretChangedAt: new Date(changedAtMs).toISOString(),
+      startedAt: new Date(nowMs).toISOString(),
+      verified: [],
+      ...(cas.length === 0 ? {} : { previousCaCertificates: cas }),
+    },
+  };
+}
+
+/** The failures so far of a node in this rotation, if any. */
+export function failureOf(rotation: CertificateRotationStatus, pod: string): { readonly count: number; readonly lastError: string; readonly nextAttemptAtMs: number } | undefined {
+  const entry = rotation.nodes?.find((node) => node.pod === pod);
+  if (entry === undefined) return undefined;
+  const nextAttemptAtMs = entry.nextAttemptAt === undefined ? 0 : Date.parse(entry.nextAttemptAt);
+  return { count: entry.failures, lastError: entry.lastError ?? '', nextAttemptAtMs: Number.isNaN(nextAttemptAtMs) ? 0 : nextAttemptAtMs };
+}
+
+/** One more failed reload of `pod`: counted, and not tried again before the back-off. */
+export function recordFailure(rotation: CertificateRotationStatus, pod: string, message: string, nowMs: number): CertificateRotationStatus {
+  const count = (failureOf(rotation, pod)?.count ?? 0) + 1;
+  const others = (rotation.nodes ?? []).filter((node) => node.pod !== pod);
+  const entry = { pod, failures: count, lastError: message.slice(0, 500), nextAttemptAt: new Date(nowMs + retryDelayMs(count)).toISOString() };
+  return { ...rotation, nodes: [...others, entry].sort((a, b) => a.pod.localeCompare(b.pod)) };
+}
+
+/** `pod` serves the target: verified, its failures forgotten. */
+export function recordVerified(rotation: CertificateRotationStatus, pod: string): CertificateRotationStatus {
+  const verified = [...new Set([...(rotation.verified ?? []), pod])].sort();
+  const nodes = (rotation.nodes ?? []).filter((node) => node.pod !== pod);
+  const { nodes: _nodes, ...rest } = rotation;
+  return { ...rest, verified, ...(nodes.length === 0 ? {} : { nodes }) };
+}
+
+/** The last node was verified at `verifiedMs`: the rotation's record, without its working state. */
+export function finishRotation(rotation: CertificateRotationStatus, verifiedMs: number): CertificateRotationStatus {
+  const { nodes: _nodes, previousCaCertificates: _cas, ...rest } = rotation;
+  const changedAtMs = Date.parse(rotation.secretChangedAt);
+  const seconds = Math.max(0, (verifiedMs - (Number.isNaN(changedAtMs) ? verifiedMs : changedAtMs)) / 1000);
+  return { ...rest, finishedAt: new Date(verifiedMs).toISOString(), seconds: Math.round(seconds * 10) / 10 };
 }

@@ -17,7 +17,7 @@ import { Informer } from '../../runtime/informer.js';
 import { InformerSet } from '../../runtime/informer-set.js';
 import type { KubeObject } from '../../runtime/kube-api.js';
 import { OperatorMetrics } from '../../runtime/metrics.js';
-import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SECRETS, SERVICES } from '../../runtime/resource-types.js';
+import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildCredentialsSecret } from '../../resources/backup-objects.js';
 import { ChildApplier } from './children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './reconcile-cluster.js';
@@ -258,6 +258,53 @@ describe('reconcileCluster', () => {
     status = harness.status();
     expect(status.operation).toBeUndefined();
     expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+  });
+
+  it('rotates next to a scavenge cycle that holds the cluster: status.operation stays the Scavenge; failures persist in the status across a restart', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', reload: 'Endpoint' } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    const cycle = '5f0c1a2b-0000-4000-8000-000000000001';
+    harness.api.seed(SCAVENGE_SCHEDULES, {
+      apiVersion: 'eventdb.io/v1alpha1',
+      kind: 'ScavengeSchedule',
+      metadata: { name: 'weekly', namespace: 'shop' },
+      spec: { cluster: { name: 'orders' }, schedule: '0 3 * * 0' },
+      status: { state: 'InProgress', currentCycle: { id: cycle, startedAt: '2026-03-04T10:00:00Z' } },
+    });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/scavenge-hold': `weekly/${cycle}` } } });
+    await harness.reconcile();
+    expect(harness.status().operation).toMatchObject({ kind: 'Scavenge', id: cycle });
+
+    // A refused reload during the scavenge: counted in status.certificates.rotation.
+    harness.refuseReload.set('orders-0', 'the private key does not match the certificate');
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    await harness.reconcile();
+    let status = harness.status();
+    expect(status.operation).toMatchObject({ kind: 'Scavenge', id: cycle });
+    expect(status.certificates?.rotation).toMatchObject({ method: 'Endpoint', alongside: `Scavenge ${cycle}`, verified: [], nodes: [{ pod: 'orders-0', failures: 1 }] });
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'False', reason: 'Reloading', message: expect.stringContaining(`next to Scavenge ${cycle}`) });
+    const startedAt = status.certificates?.rotation?.startedAt;
+
+    // The operator restarts (nothing kept in the process but the status): the count goes on.
+    harness.deps = { ...harness.deps, writtenStatus: new Map(), metrics: new OperatorMetrics() };
+    harness.clock.advance(10_000);
+    await harness.reconcile();
+    status = harness.status();
+    expect(status.certificates?.rotation).toMatchObject({ startedAt, nodes: [{ pod: 'orders-0', failures: 2 }] });
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'False', reason: 'ReloadFailed' });
+
+    harness.refuseReload.delete('orders-0');
+    for (let i = 0; i < 20 && harness.status().certificates?.rotation?.finishedAt === undefined; i++) await harness.reconcile();
+    status = harness.status();
+    expect(status.operation).toMatchObject({ kind: 'Scavenge', id: cycle });
+    expect(status.certificates?.rotation).toMatchObject({ alongside: `Scavenge ${cycle}`, verified: ['orders-0'], startedAt });
+    expect(status.certificates?.rotation?.nodes).toBeUndefined();
+    expect(status.certificates?.secretHash).toBe(status.certificates?.rotation?.secretHash);
+    expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+    expect(harness.events.filter((event) => event.reason === 'CertificatesReloaded').at(-1)?.note).toContain(`next to Scavenge ${cycle}`);
   });
 
   it('self-signed: renews the node certificate tls.renewBefore before it expires, and reloads the node with it', async () => {

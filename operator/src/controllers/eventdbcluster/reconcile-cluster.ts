@@ -15,7 +15,8 @@
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
- *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each
+ *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each;
+ *                        next to a backup, scavenge, rolling update or scale, never behind it
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
  *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
@@ -53,7 +54,7 @@ import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleL
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
 import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
 import type { NodeSignaller } from '../../node-client/node-signal.js';
-import { FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, nodeVerdict, retryDelayMs, rotationNeeded, remainingNodes } from './certificate-rotation.js';
+import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, nodeVerdict, recordFailure, recordVerified, rotationNeeded, rotationPlacement, remainingNodes } from './certificate-rotation.js';
 import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
 
 export interface ClusterControllerDeps {
@@ -339,7 +340,8 @@ async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
     // secretHash is the hash the nodes were verified with: reload-certificates sets it, nothing else.
     const { secretHash: _secretHash, ...described } = tls.certificates;
     const verified = state.previous?.certificates?.secretHash;
-    state.certificates = verified === undefined ? described : { ...described, secretHash: verified };
+    const rotation = state.previous?.certificates?.rotation;
+    state.certificates = { ...described, ...(verified === undefined ? {} : { secretHash: verified }), ...(rotation === undefined ? {} : { rotation }) };
   }
   if (tls.fingerprint !== undefined) state.expectedFingerprint = tls.fingerprint;
   const missing = [...users.missing, ...tls.missing];
@@ -380,24 +382,35 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
   return 'continue';
 }
 
-/** What the operator remembers of a cluster's rotation between reconciles (lost on restart: retries start again). */
-interface RotationMemory {
-  operationId: string | undefined;
-  /** CAs trusted before the change: nodes not yet reloaded still serve certificates they sign. */
-  knownCas: string[];
-  failures: Map<string, { count: number; lastError: string; nextAtMs: number }>;
+/**
+ * The CA certificates each cluster's nodes trusted at the last reconcile without a rotation (by
+ * uid): when a rotation starts they are written into status.certificates.rotation, so nodes not
+ * yet reloaded can still be verified, by this process or by one that takes over.
+ */
+const trustedCasBefore = new Map<string, string[]>();
+
+/** Which hold a Backup or ScavengeSchedule asks for by its annotation, if any. */
+function holdRequested(state: ReconcileState): 'Backup' | 'Scavenge' | undefined {
+  const annotations = state.cluster.metadata.annotations ?? {};
+  if (annotations[ANNOTATION_BACKUP_HOLD] !== undefined) return 'Backup';
+  if (annotations[ANNOTATION_SCAVENGE_HOLD] !== undefined) return 'Scavenge';
+  return undefined;
 }
-const rotationMemory = new Map<string, RotationMemory>();
 
 /**
  * Certificate rotation: the content hash of the certificate and CA Secrets (certificate, key,
  * trusted CAs) differs from the one the nodes were last verified with, or a node serves another
- * certificate. Then every running node is brought to it (operation CertificateReload): once its
- * certificate file is the new one (the kubelet is nudged by a pod annotation), it is reloaded by
- * tls.reload (SIGHUP through pods/exec, or POST /admin/reloadconfig) and verified by its own
- * report (loaded certificate and trusted roots) and the TLS handshake of that request. A refused
- * reload is tried again with back-off and reported (condition, Warning Event); the node keeps its
- * old certificates. Waits while another operation runs; holds roll-out while it runs.
+ * certificate. Then every running node is brought to it: once its certificate file is the new
+ * one (the kubelet is nudged by a pod annotation), it is reloaded by tls.reload (SIGHUP through
+ * pods/exec, or POST /admin/reloadconfig) and verified by its own report (loaded certificate and
+ * trusted roots) and the TLS handshake of that request. A refused reload is tried again with
+ * back-off and reported (condition, Warning Event); the node keeps its old certificates.
+ *
+ * A reload restarts nothing, so the rotation never waits for another operation: with the cluster
+ * free it is status.operation (CertificateReload, roll-out waits for it); while a Backup,
+ * Scavenge, rolling update or scale holds the cluster it runs next to that operation, which
+ * stays status.operation (rotationPlacement). Its state (verified nodes, failures and back-off,
+ * when the Secret changed) is status.certificates.rotation, so a restarted operator continues it.
  */
 async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec as EffectiveSpec;
@@ -406,18 +419,22 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   const read = await readRotationTarget(api, state.identity, spec);
   if (read === undefined) return 'continue';
   const { target } = read;
-  const memory = rotationMemory.get(state.identity.uid) ?? { operationId: undefined, knownCas: [], failures: new Map() };
-  rotationMemory.set(state.identity.uid, memory);
-  memory.knownCas = [...new Set([...memory.knownCas, ...read.caPems])];
+  const uid = state.identity.uid;
   const previous = state.previous?.certificates;
   const running = state.pods.filter((pod) => pod.phase === 'Running' && !pod.terminating && pod.servesTls);
   const served = running.map((pod) => state.members.get(pod.name)?.certificateFingerprint).filter((entry): entry is string => entry !== undefined);
   const current = state.operation;
-  const keep = { ...state.certificates, ...(previous?.secretHash === undefined ? {} : { secretHash: previous.secretHash }), ...(previous?.reloadedAt === undefined ? {} : { reloadedAt: previous.reloadedAt }) };
+  const ongoing = previous?.rotation !== undefined && previous.rotation.finishedAt === undefined ? previous.rotation : undefined;
+  const keep = {
+    ...state.certificates,
+    ...(previous?.secretHash === undefined ? {} : { secretHash: previous.secretHash }),
+    ...(previous?.reloadedAt === undefined ? {} : { reloadedAt: previous.reloadedAt }),
+    ...(previous?.rotation === undefined ? {} : { rotation: previous.rotation }),
+  };
   state.rotationHandled = true;
-  if (current?.kind !== 'CertificateReload' && !rotationNeeded({ verifiedHash: previous?.secretHash, target, served })) {
+  if (ongoing === undefined && current?.kind !== 'CertificateReload' && !rotationNeeded({ verifiedHash: previous?.secretHash, target, served })) {
     state.certificates = { ...keep, secretHash: target.hash };
-    memory.knownCas = [...read.caPems];
+    trustedCasBefore.set(uid, [...read.caPems]);
     const computed = certificatesStatus(state).tls;
     // A new cluster: when its nodes are first seen serving the Secret's certificate.
     if (computed.status === 'True' && previous?.reloadedAt === undefined) state.certificates = { ...state.certificates, reloadedAt: new Date(state.nowMs).toISOString() };
@@ -427,22 +444,27 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     return 'continue';
   }
   state.certificates = keep;
-  if (current !== undefined && current.kind !== 'CertificateReload') return 'continue';
   if (running.length === 0) return 'continue';
-  const id = `certificates-${target.hash.replace(/^sha256:/, '')}`;
-  const nowIso = new Date(state.nowMs).toISOString();
-  let operation: OperationStatus =
-    current?.kind === 'CertificateReload' && current.id === id
-      ? current
-      : { id, kind: 'CertificateReload', step: 'reload certificates', reason: 'SecretChanged', startedAt: nowIso, completed: [] };
   const method = spec.tls.reload ?? 'Signal';
-  if (memory.operationId !== id) {
-    memory.operationId = id;
-    memory.failures.clear();
-  }
-  if (operation !== current) {
+  const placement = rotationPlacement({ operation: current, holdRequested: holdRequested(state) });
+  // Started when the change is seen (the Secrets were just read), not when this reconcile began.
+  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: Math.max(state.nowMs, state.deps.clock.nowMs()), previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
+  let rotation = placement.kind === 'alongside' ? { ...begun.rotation, alongside: placement.holder } : begun.rotation;
+  const next = placement.kind === 'alongside' ? ` next to ${placement.holder}, which keeps the cluster` : '';
+  if (begun.started) {
     state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 1);
-    await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${method}` });
+    await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${method}${next}` });
+  }
+  const id = `certificates-${target.hash.replace(/^sha256:/, '')}`;
+  let operation: OperationStatus | undefined;
+  if (placement.kind === 'own-operation') {
+    operation =
+      current?.kind === 'CertificateReload' && current.id === id
+        ? current
+        : { id, kind: 'CertificateReload', step: 'reload certificates', reason: 'SecretChanged', startedAt: rotation.startedAt, completed: [] };
+  } else if (placement.releaseOperation) {
+    // A Backup or ScavengeSchedule asks for the cluster: hold-for-backup/-scavenge take it now.
+    state.operation = undefined;
   }
   const deps: NodeRotationDeps = {
     api,
@@ -451,29 +473,29 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     signaller: state.deps.signaller,
     cluster: state.identity,
     log: state.log,
-    trust: memory.knownCas,
+    trust: [...new Set([...(rotation.previousCaCertificates ?? []), ...read.caPems])],
     credentials: await opsCredentials(api, state.identity.namespace, spec),
     method,
   };
-  const completed = new Set((operation.completed ?? []).filter((pod) => running.some((candidate) => candidate.name === pod)));
-  const ageMs = state.nowMs - Date.parse(operation.startedAt);
+  // A further Secret change during this rotation: nodes may then serve certificates of any of these CAs.
+  trustedCasBefore.set(uid, [...deps.trust]);
+  const ageMs = state.nowMs - Date.parse(rotation.startedAt);
   const waiting: string[] = [];
   const failed: string[] = [];
-  const todo = remainingNodes(running.map((pod) => pod.name), [...completed], state.leader);
+  const alreadyVerified = new Set((rotation.verified ?? []).filter((pod) => running.some((candidate) => candidate.name === pod)));
+  const todo = remainingNodes(running.map((pod) => pod.name), [...alreadyVerified], state.leader);
   await Promise.all(
     todo.map(async (name) => {
       const pod = running.find((candidate) => candidate.name === name) as PodView;
       const view = await viewNode(deps, pod);
       const verdict = nodeVerdict(view, target);
       const verified = async (how: string): Promise<void> => {
-        completed.add(name);
-        memory.failures.delete(name);
+        rotation = recordVerified(rotation, name);
         await emit(state, { type: 'Normal', reason: 'NodeCertificateReloaded', action: 'Reload', note: `${name} serves sha256:${target.fingerprint} (${how}); verified by its report and a TLS handshake` });
       };
       const fail = async (message: string): Promise<void> => {
-        const before = memory.failures.get(name);
-        const count = (before?.count ?? 0) + 1;
-        memory.failures.set(name, { count, lastError: message, nextAtMs: state.nowMs + retryDelayMs(count) });
+        rotation = recordFailure(rotation, name, message, state.nowMs);
+        const count = failureOf(rotation, name)?.count ?? 1;
         if (count >= FAILURES_BEFORE_REPORT) failed.push(`${name}: ${message}`);
         else waiting.push(`${name}: retrying (${message})`);
         await emit(state, { type: 'Warning', reason: 'CertificateReloadFailed', action: 'Reload', note: `${name} did not take the new certificates (attempt ${count}, ${method}): ${message}; it keeps serving its old certificates` });
@@ -487,8 +509,8 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
         else waiting.push(`${name}: waiting for the kubelet to update its files`);
         return;
       }
-      const failure = memory.failures.get(name);
-      if (failure !== undefined && state.nowMs < failure.nextAtMs) {
+      const failure = failureOf(rotation, name);
+      if (failure !== undefined && state.nowMs < failure.nextAttemptAtMs) {
         (failure.count >= FAILURES_BEFORE_REPORT ? failed : waiting).push(`${name}: ${failure.lastError}`);
         return;
       }
@@ -500,38 +522,42 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
       waiting.push(`${name}: ${why}`);
     }),
   );
-  if (running.every((pod) => completed.has(pod.name))) {
+  const done = running.filter((pod) => (rotation.verified ?? []).includes(pod.name)).map((pod) => pod.name);
+  if (done.length === running.length) {
     // The time the last node was verified: now, not the reconcile's start (reloads took a while).
     const verifiedMs = Math.max(state.nowMs, state.deps.clock.nowMs());
     const nowIso = new Date(verifiedMs).toISOString();
-    const changedAtMs = read.changedAtMs !== undefined && read.changedAtMs <= verifiedMs ? read.changedAtMs : Date.parse(operation.startedAt);
-    const seconds = Math.max(0, (verifiedMs - changedAtMs) / 1000);
+    rotation = finishRotation(rotation, verifiedMs);
+    const seconds = rotation.seconds ?? 0;
     state.deps.metrics.certificateRotationSeconds.set({ namespace: state.identity.namespace, name: state.identity.name }, seconds);
-    state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (verifiedMs - Date.parse(operation.startedAt)) / 1000);
+    state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (verifiedMs - Date.parse(rotation.startedAt)) / 1000);
     state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 0);
-    state.operation = undefined;
-    state.lastOperation = { id, kind: 'CertificateReload', result: 'Succeeded', finishedAt: nowIso };
-    state.certificates = { ...keep, secretHash: target.hash, reloadedAt: nowIso };
-    memory.knownCas = [...read.caPems];
-    memory.failures.clear();
-    const message = `${running.length} node(s) serve the certificate of Secret hash ${target.hash} (sha256:${target.fingerprint}), reloaded by ${method} at ${nowIso}, ${seconds.toFixed(1)} s after the Secret changed`;
+    if (placement.kind === 'own-operation') {
+      state.operation = undefined;
+      state.lastOperation = { id, kind: 'CertificateReload', result: 'Succeeded', finishedAt: nowIso };
+    }
+    state.certificates = { ...keep, secretHash: target.hash, reloadedAt: nowIso, rotation };
+    trustedCasBefore.set(uid, [...read.caPems]);
+    const message = `${running.length} node(s) serve the certificate of Secret hash ${target.hash} (sha256:${target.fingerprint}), reloaded by ${method} at ${nowIso}, ${seconds.toFixed(1)} s after the Secret changed${rotation.alongside === undefined ? '' : ` (next to ${rotation.alongside})`}`;
     state.certificatesCondition = { status: 'True', reason: 'CertificatesReloaded', message };
     await emit(state, { type: 'Normal', reason: 'CertificatesReloaded', action: 'Reload', note: message });
     return 'continue';
   }
-  const done = running.filter((pod) => completed.has(pod.name)).map((pod) => pod.name);
-  operation = {
-    ...operation,
-    completed: done,
-    step: `reload certificates: ${done.length} of ${running.length} verified`,
-    ...(failed.length + waiting.length === 0 ? {} : { waitingFor: [...failed, ...waiting].join('; ').slice(0, 1000) }),
-  };
-  state.operation = operation;
+  rotation = { ...rotation, verified: done };
+  state.certificates = { ...keep, rotation };
+  const progress = `${done.length} of ${running.length} verified`;
   state.certificatesCondition =
     failed.length > 0
-      ? { status: 'False', reason: 'ReloadFailed', message: `${failed.join('; ')}; the old certificates are still served`.slice(0, 2000) }
-      : { status: 'False', reason: 'Reloading', message: `reloading nodes for Secret hash ${target.hash}: ${done.length} of ${running.length} verified${waiting.length === 0 ? '' : `; ${waiting.join('; ')}`}`.slice(0, 2000) };
+      ? { status: 'False', reason: 'ReloadFailed', message: `${failed.join('; ')}; the old certificates are still served${next}`.slice(0, 2000) }
+      : { status: 'False', reason: 'Reloading', message: `reloading nodes for Secret hash ${target.hash}${next}: ${progress}${waiting.length === 0 ? '' : `; ${waiting.join('; ')}`}`.slice(0, 2000) };
   state.requeueAfterMs = BUSY_REQUEUE_MS;
+  if (operation === undefined) return 'continue';
+  state.operation = {
+    ...operation,
+    completed: done,
+    step: `reload certificates: ${progress}`,
+    ...(failed.length + waiting.length === 0 ? {} : { waitingFor: [...failed, ...waiting].join('; ').slice(0, 1000) }),
+  };
   return 'stop';
 }
 
