@@ -211,6 +211,11 @@ export class ClusterNode implements WriteRouter {
     return this.leaderId === undefined ? undefined : this.view.member(this.leaderId);
   }
 
+  /** The time a write may take, and may wait for a leader: the prepare plus the commit timeout. */
+  private get writeLimitMs(): number {
+    return this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
+  }
+
   /** The leader clients are sent to: another node; undefined when none is known or this node is between roles. */
   leaderElsewhere(): MemberInfo | undefined {
     if (LEADING.has(this.state)) return undefined;
@@ -223,7 +228,7 @@ export class ClusterNode implements WriteRouter {
    * rather than failing during a hand-over.
    */
   async leaderKnown(): Promise<void> {
-    const untilMs = this.nowMs() + this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
+    const untilMs = this.nowMs() + this.writeLimitMs;
     while (!this.stopped && !this.isLeader && this.leaderElsewhere() === undefined) {
       const leftMs = untilMs - this.nowMs();
       if (leftMs <= 0) return;
@@ -727,7 +732,7 @@ export class ClusterNode implements WriteRouter {
   }
 
   private async routeWrite(local: () => Promise<AppendResult>, forward: Omit<Forward, 'id'>): Promise<AppendResult> {
-    const limitMs = this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
+    const limitMs = this.writeLimitMs;
     let waitingSinceMs = this.nowMs();
     let refusal: EventDbError | undefined;
     let attempts = 0;
@@ -792,7 +797,7 @@ export class ClusterNode implements WriteRouter {
    * before this node does; forwarding on from here would race its time limit).
    */
   private async carryOutForwarded(request: Forward): Promise<Forwarded> {
-    const limitMs = this.deps.settings.prepareTimeoutMs + this.deps.settings.commitTimeoutMs;
+    const limitMs = this.writeLimitMs;
     try {
       if (this.state !== 'Leader' || !this.deps.host.available) throw notLeader(`this node is ${this.state}, not the leader`);
       const engine = this.deps.host.engine;
