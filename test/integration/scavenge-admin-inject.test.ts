@@ -314,6 +314,29 @@ describe('scavenge admin routes', () => {
     expect([byId.statusCode, byId.body]).toEqual([200, second]);
   });
 
+  it('knows a finished run by its id before its history reaches this node\'s log (a follower writing through the leader)', async () => {
+    const engine = await openMemEngine();
+    // A cluster follower's history writes are acknowledged by the leader once a quorum has
+    // them; its own log may get them later. Here the reads of a run stream lag: they do not see
+    // its $scavengeCompleted yet.
+    let lagging = true;
+    const readStream = engine.readStream.bind(engine);
+    engine.readStream = async (...args: Parameters<Engine['readStream']>) => {
+      const read = await readStream(...args);
+      if (!lagging || read.kind !== 'success' || !args[0].startsWith('$scavenges-')) return read;
+      return { ...read, events: read.events.filter((e) => e.eventType !== '$scavengeCompleted') };
+    };
+    const h = await harness({ db: engine });
+    const id = await startRun(h);
+    h.fake.runs[0]?.release();
+    await settled(h);
+    const state = await inject(h, 'GET', `/admin/scavenge/${id}`, JSON_ACCEPT);
+    expect([state.statusCode, state.json()]).toEqual([200, expect.objectContaining({ scavengeId: id, scavengeResult: 'Success' })]);
+    // The history says so too once it arrives.
+    lagging = false;
+    expect((await eventsOf(h.db, `$scavenges-${id}`)).at(-1)?.data).toMatchObject({ result: 'Success' });
+  });
+
   it('answers 400 already running when the engine refuses to start', async () => {
     const h = await harness();
     h.db.startScavenge = () => {

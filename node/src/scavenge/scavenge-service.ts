@@ -58,6 +58,9 @@ export interface ScavengeServiceOptions {
   readonly newScavengeId?: () => string;
 }
 
+/** Results of this process's runs answered from memory (see ScavengeService.finished). */
+const FINISHED_RUNS_KEPT = 100;
+
 /** Recent runs whose history metadata is refreshed at node start (as in EventStoreDB). */
 const RECENT_RUN_COUNT_MAX = 30;
 
@@ -78,6 +81,14 @@ export class ScavengeService {
   private readonly nodeEndpoint: () => string;
   private readonly newScavengeId: () => string;
   private readonly startedHere = new Set<string>();
+  /**
+   * Results of the runs this process ran, newest last (at most FINISHED_RUNS_KEPT). A cluster
+   * member writes its history through the leader: the leader acknowledges once a quorum has the
+   * events, and this node's own log may receive them a moment later. Until then its history
+   * would say Started without Completed (Unknown), and a scheduler (the operator, auto-scavenge)
+   * would take the run for lost and start another.
+   */
+  private readonly finished = new Map<string, ScavengeResult>();
   private active: ActiveRun | undefined;
   private lastScavengeId: string | undefined;
   private lastResult: LastScavengeResult = 'Unknown';
@@ -171,12 +182,14 @@ export class ScavengeService {
   }
 
   /**
-   * The state of one run, by id: `InProgress` while it runs, else the result its history
-   * records (`Success`, `Stopped`, `Errored`, `Interrupted`; `Unknown` while a run cut short by
+   * The state of one run, by id: `InProgress` while it runs, the result of a run this process
+   * ran, else the result its history records (`Success`, `Stopped`, `Errored`, `Interrupted`; `Unknown` while a run cut short by
    * a crash is not yet marked); undefined when no such run is known.
    */
   async status(scavengeId: string): Promise<string | undefined> {
     if (this.active?.run.scavengeId === scavengeId) return 'InProgress';
+    const finished = this.finished.get(scavengeId);
+    if (finished !== undefined) return finished;
     const outcome = await readRunOutcome(this.db, scavengeId);
     if (outcome === undefined) return undefined;
     return outcome.result ?? 'Unknown';
@@ -200,6 +213,11 @@ export class ScavengeService {
       return { result: 'Errored', error, spaceSavedBytes: 0, timeTakenMs: 0 };
     });
     await run.finish(outcome);
+    this.finished.set(run.scavengeId, outcome.result);
+    for (const oldest of this.finished.keys()) {
+      if (this.finished.size <= FINISHED_RUNS_KEPT) break;
+      this.finished.delete(oldest);
+    }
     if (this.lastScavengeId === run.scavengeId) this.lastResult = lastResultOf(outcome.result);
     if (this.active?.run === run) this.active = undefined;
   }
