@@ -9,8 +9,9 @@
 // - the same by Endpoint (POST /admin/reloadconfig), switched without restarting any pod;
 // - a Secret whose key does not match its certificate: every node keeps serving the old
 //   certificate, the condition and Events say which node refused and why; the operator restarted
-//   meanwhile continues the rotation's failure counts from the status; fixing the Secret
-//   completes the rotation;
+//   meanwhile continues the rotation's failure counts from the status; a FileCopy Backup does
+//   not wait for the failing rotation (it takes the cluster from it and gives it back); fixing
+//   the Secret completes the rotation;
 // - next to a scavenge: a ScavengeSchedule cycle (throttlePercent 1) holds the cluster and runs a
 //   node scavenge when the certificate Secret changes; every node is verified while
 //   status.operation stays the Scavenge (the rotation does not wait for it), the delay from the
@@ -20,11 +21,12 @@
 //   cluster): renewed and reloaded before it expires, no write fails.
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
+import { api, create, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
 import { createCertificateAuthority, createSignedCertificate, type KeyPairPem } from '../../../operator/src/resources/tls/certificate.js';
 import { nodeCertificateNames } from '../../../operator/src/resources/secrets.js';
 import { rotationTarget } from '../../../operator/src/controllers/eventdbcluster/certificate-rotation.js';
 import {
+  applyBackup,
   applyCluster,
   clusterPods,
   getCluster,
@@ -35,6 +37,7 @@ import {
   secretValue,
   startLocalOperator,
   startWriters,
+  waitBackupCompleted,
   waitClusterReady,
   type ClusterObject,
   type LocalOperator,
@@ -302,6 +305,23 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     expect(continued?.startedAt).toBe(failing?.startedAt);
     expect(continued?.secretChangedAt).toBe(failing?.secretChangedAt);
     for (const node of continued?.nodes ?? []) expect(node.failures).toBeGreaterThanOrEqual(counts[node.pod] ?? 1);
+
+    // A backup does not wait for the failing rotation: it takes the cluster from it (the
+    // rotation goes on next to it), completes, and gives the cluster back to the rotation.
+    await create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'rot-backups' },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    });
+    const backupStartedMs = Date.now();
+    applyBackup(ns, 'during-bad-key', { cluster: { name: CLUSTER }, method: 'FileCopy', fileCopy: { claimName: 'rot-backups' } });
+    const backup = await waitBackupCompleted(ns, 'during-bad-key', 300_000);
+    process.stdout.write(`[certificate-rotation] a FileCopy backup during the failing rotation completed in ${Date.now() - backupStartedMs} ms from ${backup.status?.sourcePod ?? ''}\n`);
+    const afterBackup = await waitFor('the still failing rotation to be the operation again', async () => {
+      const cluster = await getCluster(ns, CLUSTER);
+      return cluster?.status?.operation?.kind === 'CertificateReload' ? cluster : undefined;
+    }, 120_000, 1000);
+    expect(afterBackup.status?.lastOperation).toMatchObject({ kind: 'Backup', id: 'during-bad-key', result: 'Succeeded' });
+    expect(condition(afterBackup, 'CertificatesReloaded')).toMatchObject({ status: 'False' });
 
     putCertificate(ns, leafD);
     const cluster = await waitRotated(ns, hashOf(leafD, leafD.privateKeyPem, [caNew]));

@@ -394,3 +394,43 @@ async function readBack(url) {
     },
   };
 }
+
+export interface BackupObject {
+  metadata: { name: string };
+  spec: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    sourcePod?: string;
+    sourceRole?: string;
+    writerCheckpoint?: number;
+    snapshots?: { volume: string; name: string; readyToUse?: boolean }[];
+    path?: string;
+    differentialFrom?: string;
+    message?: string;
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+}
+
+export function applyBackup(namespace: string, name: string, spec: Record<string, unknown>): void {
+  const document = { apiVersion: 'eventdb.io/v1alpha1', kind: 'Backup', metadata: { name, namespace }, spec };
+  const result = kubectl(['apply', '-f', '-'], JSON.stringify(document));
+  if (result.status !== 0) throw new Error(`kubectl apply of Backup ${name} failed:\n${result.out}`);
+}
+
+export async function getBackup(namespace: string, name: string): Promise<BackupObject | undefined> {
+  return await api().get<BackupObject>(`/apis/eventdb.io/v1alpha1/namespaces/${namespace}/backups/${name}`);
+}
+
+/** Waits for a Backup's phase Completed (a Failed one throws with its message). */
+export async function waitBackupCompleted(namespace: string, name: string, timeoutMs = 240_000): Promise<BackupObject> {
+  let last: BackupObject | undefined;
+  try {
+    return await waitFor(`Backup ${name} Completed`, async () => {
+      last = await getBackup(namespace, name);
+      if (last?.status?.phase === 'Failed') throw new Error(`Backup ${name} failed: ${last.status.message ?? ''}`);
+      return last?.status?.phase === 'Completed' ? last : undefined;
+    }, timeoutMs, 1000);
+  } catch (err: unknown) {
+    throw new Error(`${(err as Error).message}\nlast status: ${JSON.stringify(last?.status)}\n${kubectl(['get', 'pods,jobs,volumesnapshots,events', '-n', namespace]).out}`);
+  }
+}

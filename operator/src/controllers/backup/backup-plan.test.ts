@@ -90,6 +90,17 @@ describe('clusterAvailability', () => {
     expect(clusterAvailability({ conditions: [{ ...ready.conditions![0]!, status: 'False', reason: 'NodesNotReady' }] }, undefined, 'b1')).toMatchObject({ ok: false, reason: 'WaitingForCluster' });
   });
 
+  it('does not wait for a certificate rotation while every node is ready (the hold takes the operation from it)', () => {
+    const rotating: EventDBClusterStatus = {
+      replicas: 3, readyReplicas: 3,
+      conditions: [{ ...ready.conditions![0]!, status: 'False', reason: 'CertificateReload' }],
+      operation: { id: 'certificates-ab', kind: 'CertificateReload', step: 'reload certificates: 2 of 3 verified', startedAt: '' },
+    };
+    expect(clusterAvailability(rotating, undefined, 'b1', 3)).toEqual({ ok: true });
+    expect(clusterAvailability(rotating, 'b1', 'b1', 3)).toEqual({ ok: true });
+    expect(clusterAvailability({ ...rotating, readyReplicas: 2 }, undefined, 'b1', 3)).toMatchObject({ ok: false, reason: 'WaitingForCluster' });
+  });
+
   it('lets the backup holding the cluster go on while its node is stopped', () => {
     const held: EventDBClusterStatus = { conditions: [{ ...ready.conditions![0]!, status: 'False', reason: 'Backup' }], operation: { id: 'b1', kind: 'Backup', step: 'stop', startedAt: '' } };
     expect(clusterAvailability(held, 'b1', 'b1')).toEqual({ ok: true });

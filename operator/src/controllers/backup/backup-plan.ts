@@ -6,6 +6,7 @@
 import { parseDurationMs } from '../../api/common.js';
 import type { BackupSpec } from '../../api/backup.js';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
+import { clusterTurn } from '../cluster-turn.js';
 
 export interface SourceMember {
   readonly pod: string;
@@ -119,26 +120,25 @@ export function retention(backup: BackupView, all: readonly BackupView[], nowMs:
 }
 
 /**
- * Whether a backup may take the cluster now: one disruptive operation at a time (no rolling
- * update or scale in progress, no other backup holding it), and every node ready, so stopping
- * one follower for a snapshot never leaves fewer than a quorum.
+ * Whether a backup may take the cluster now: no other backup holds it, and clusterTurn (no
+ * rolling update, scale or scavenge cycle in progress; a certificate rotation does not count;
+ * every node ready, so stopping one follower for a snapshot never leaves fewer than a quorum).
  */
 export function clusterAvailability(
   status: EventDBClusterStatus | undefined,
   holder: string | undefined,
   backup: string,
+  desiredReplicas?: number,
 ): { readonly ok: true } | { readonly ok: false; readonly reason: string; readonly message: string } {
   if (holder !== undefined && holder !== backup) {
     return { ok: false, reason: 'WaitingForOtherBackup', message: `backup ${holder} holds the cluster; one backup at a time` };
   }
   const operation = status?.operation;
-  if (operation !== undefined && !(operation.kind === 'Backup' && operation.id === backup)) {
-    return { ok: false, reason: 'WaitingForOperation', message: `the cluster runs ${operation.kind} (${operation.step}); the backup starts after it` };
-  }
-  if (holder === backup) return { ok: true };
-  const ready = status?.conditions?.find((condition) => condition.type === 'Ready');
-  if (ready?.status !== 'True') {
-    return { ok: false, reason: 'WaitingForCluster', message: `the cluster is not Ready (${ready?.reason ?? 'no status yet'}); the backup starts when it is` };
-  }
-  return { ok: true };
+  if (operation?.kind === 'Backup' && operation.id === backup) return { ok: true };
+  if (holder === backup && operation === undefined) return { ok: true };
+  const turn = clusterTurn(status, desiredReplicas);
+  if (turn.ok) return turn;
+  return turn.reason === 'WaitingForOperation'
+    ? { ok: false, reason: turn.reason, message: `${turn.why}; the backup starts after it` }
+    : { ok: false, reason: turn.reason, message: `${turn.why}; the backup starts when it is` };
 }

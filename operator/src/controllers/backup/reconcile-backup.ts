@@ -245,7 +245,7 @@ async function waitForTurn(state: BackupState): Promise<StepOutcome> {
   // Running: the turn was taken; the hold (or its release) is the backup's own business now.
   if (state.status.phase === 'Running') return 'continue';
   const cluster = state.cluster as KubeObject;
-  const availability = clusterAvailability(cluster['status'] as EventDBClusterStatus | undefined, holderOf(cluster)?.backup, state.identity.name);
+  const availability = clusterAvailability(cluster['status'] as EventDBClusterStatus | undefined, holderOf(cluster)?.backup, state.identity.name, (cluster['spec'] as { replicas?: number } | undefined)?.replicas);
   if (availability.ok) return 'continue';
   state.ready = { status: 'False', reason: availability.reason, message: availability.message };
   state.status = { ...state.status, message: availability.message };

@@ -33,6 +33,7 @@ import { isNotFound, type KubeApi, type KubeObject } from '../../runtime/kube-ap
 import { EVENTDB_CLUSTERS, SCAVENGE_SCHEDULES } from '../../runtime/resource-types.js';
 import { nodeTrustCertificates, opsCredentials } from '../eventdbcluster/children.js';
 import { windowState } from '../eventdbcluster/maintenance-window.js';
+import { clusterTurn } from '../cluster-turn.js';
 import { leaderOf, nodeEndpoint, observeMembers, podView, type ObservedMember, type PodView } from '../eventdbcluster/observe.js';
 import {
   applyRunState,
@@ -377,11 +378,11 @@ async function hold(state: State): Promise<StepOutcome> {
   if (cluster.metadata.annotations?.[ANNOTATION_SCAVENGE_HOLD] === holdValue(state)) return 'continue';
   // One disruptive operation at a time: no rolling update, scale or backup runs or holds the cluster.
   const status = cluster['status'] as EventDBClusterStatus | undefined;
-  const operation = status?.operation;
-  const ready = status?.conditions?.find((condition) => condition.type === 'Ready');
+  // A certificate rotation does not count (clusterTurn): the hold takes the operation from it.
+  const turn = clusterTurn(status, (cluster['spec'] as { replicas?: number } | undefined)?.replicas);
   const backupHold = cluster.metadata.annotations?.[ANNOTATION_BACKUP_HOLD];
-  if (operation !== undefined || backupHold !== undefined || ready?.status !== 'True') {
-    const why = operation !== undefined ? `the cluster runs ${operation.kind} (${operation.step})` : backupHold !== undefined ? `backup ${backupHold.split('/')[0] ?? ''} holds the cluster` : `the cluster is not Ready (${ready?.reason ?? 'no status yet'})`;
+  if (!turn.ok || backupHold !== undefined) {
+    const why = !turn.ok ? turn.why : `backup ${backupHold?.split('/')[0] ?? ''} holds the cluster`;
     state.progressing = { status: 'True', reason: 'WaitingForTurn', message: `${why}; the cycle goes on after it` };
     return 'continue';
   }
