@@ -182,6 +182,18 @@ export const EventDBClusterSpec = z
         message: 'sourceBackup is immutable',
         fieldPath: '.sourceBackup',
       },
+      {
+        // Nodes with and without TLS cannot gossip or replicate with each other: a rolling
+        // restart across the switch would leave the cluster without a quorum.
+        rule:
+          "(has(self.tls) && self.tls.mode == 'Disabled') == (has(oldSelf.tls) && oldSelf.tls.mode == 'Disabled') || " +
+          '(self.replicas == 1 && oldSelf.replicas == 1)',
+        message:
+          'tls.mode cannot switch between Disabled and SelfSigned or Secret while replicas is 3 or 5: nodes with and ' +
+          'without TLS cannot talk to each other, so a rolling restart would lose the quorum. Scale to 1 first, or ' +
+          'restore a Backup into a new cluster with the wanted mode',
+        fieldPath: '.tls',
+      },
     ),
   );
 export type EventDBClusterSpec = z.infer<typeof EventDBClusterSpec>;

@@ -75,6 +75,7 @@ describe('generated CRDs', () => {
     expect(all).toContain('self.replicas != 1 || self.readOnlyReplicas == 0');
     expect(all).toContain('self.threads == 1 || self.throttlePercent == 100');
     expect(all).toContain('sourceBackup is immutable');
+    expect(all).toContain('tls.mode cannot switch between Disabled and SelfSigned or Secret while replicas is 3 or 5');
     expect(all).toContain('a Backup is immutable except spec.ttl');
   });
 

@@ -59,18 +59,27 @@ describe('backup objects', () => {
   });
 
   it('reaches a node that serves https by its pod DNS name, trusting the cluster CA only', () => {
-    const job = buildFileCopyJob({
+    const build = (caSecret: { name: string; everyCrtKey: boolean }) => buildFileCopyJob({
       backup, cluster, pod: 'orders-1', separateIndex: false, claimName: 'backups', path: 'orders/x',
-      image: 'eventdb:dev', imagePullPolicy: 'IfNotPresent', opsSecret: { name: 'orders-ops', key: 'password' },
-      caSecretName: 'orders-ca-bundle',
+      image: 'eventdb:dev', imagePullPolicy: 'IfNotPresent', opsSecret: { name: 'orders-ops', key: 'password' }, caSecret,
     }) as unknown as JobShape;
-    const pod = job.spec.template.spec;
+    const pod = build({ name: 'orders-node-tls', everyCrtKey: false }).spec.template.spec;
     const env = Object.fromEntries(pod.containers[0]!.env.map((entry) => [entry.name, entry.value]));
     expect(env['NODE_URL']).toBe('https://orders-1.orders-headless.shop.svc:2113');
-    const caVolume = (pod.volumes as { name: string; secret?: { secretName: string } }[]).find((volume) => volume.secret?.secretName === 'orders-ca-bundle');
-    expect(caVolume).toBeDefined();
-    const mount = (pod.containers[0] as unknown as { volumeMounts: { name: string; mountPath: string }[] }).volumeMounts.find((m) => m.name === caVolume?.name);
-    expect(env['NODE_EXTRA_CA_CERTS']).toBe(`${mount?.mountPath}/ca.crt`);
+    type Volume = { name: string; secret?: { secretName: string; items?: unknown[] }; emptyDir?: unknown };
+    const caVolume = (pod.volumes as Volume[]).find((volume) => volume.secret?.secretName === 'orders-node-tls');
+    // The operator's own Secret: its ca.crt only (never the node's key beside it).
+    expect(caVolume?.secret?.items).toEqual([{ key: 'ca.crt', path: 'ca.crt' }]);
+    const mounts = (pod.containers[0] as unknown as { volumeMounts: { name: string; mountPath: string }[] }).volumeMounts;
+    expect(env['TRUSTED_CA_DIR']).toBe(mounts.find((m) => m.name === caVolume?.name)?.mountPath);
+    // The script joins every .crt of that folder into NODE_EXTRA_CA_CERTS, in a writable emptyDir.
+    const trust = (pod.volumes as Volume[]).find((volume) => volume.emptyDir !== undefined);
+    const trustPath = mounts.find((m) => m.name === trust?.name)?.mountPath ?? '-';
+    expect(FILE_COPY_SCRIPT).toContain(`cat "$TRUSTED_CA_DIR"/*.crt > ${trustPath}/ca-bundle.pem`);
+    expect(FILE_COPY_SCRIPT).toContain(`export NODE_EXTRA_CA_CERTS=${trustPath}/ca-bundle.pem`);
+    // A CA Secret the user names (tls.caSecret) is mounted whole: every .crt key is trusted, as by the nodes.
+    const userCa = build({ name: 'orders-ca-bundle', everyCrtKey: true }).spec.template.spec;
+    expect((userCa.volumes as Volume[]).find((volume) => volume.secret?.secretName === 'orders-ca-bundle')?.secret).toEqual({ secretName: 'orders-ca-bundle' });
   });
 
   it('restores into the new pod\'s PVCs, reading the backup claim read-only', () => {

@@ -19,6 +19,8 @@ const SOURCE_DATA_PATH = '/source/data';
 const SOURCE_INDEX_PATH = '/source/index';
 const OPS_PASSWORD_PATH = '/run/eventdb/ops';
 const CA_MOUNT_PATH = '/run/eventdb/ca';
+/** An emptyDir: the job joins every trusted CA file into one, for NODE_EXTRA_CA_CERTS. */
+const TRUST_BUNDLE_DIR = '/run/eventdb/trust';
 
 export type HoldMode = 'Stop' | 'Keep';
 
@@ -205,6 +207,11 @@ function job(input: {
  */
 export const FILE_COPY_SCRIPT = [
   'set -eu',
+  // Node.js reads one file of extra CAs at start: every *.crt of the CA Secret, joined.
+  'if [ -n "${TRUSTED_CA_DIR:-}" ]; then',
+  `  cat "$TRUSTED_CA_DIR"/*.crt > ${TRUST_BUNDLE_DIR}/ca-bundle.pem`,
+  `  export NODE_EXTRA_CA_CERTS=${TRUST_BUNDLE_DIR}/ca-bundle.pem`,
+  'fi',
   'dest="/backup/$BACKUP_PATH"',
   'mkdir -p "$(dirname "$dest")"',
   'rm -rf "$dest"',
@@ -230,10 +237,12 @@ export function buildFileCopyJob(input: {
   imagePullPolicy: string;
   opsSecret: { name: string; key: string };
   /**
-   * The Secret whose `ca.crt` signs the node's certificate, when the node serves https: the tool
-   * then reaches it by https and trusts that CA (NODE_EXTRA_CA_CERTS), and nothing else new.
+   * The Secret of the CA that signs the node's certificate, when the node serves https: the tool
+   * then reaches it by https and trusts that CA, and nothing else new. `everyCrtKey`: a CA Secret
+   * the user names (tls.caSecret), mounted whole as the nodes mount it, every `.crt` key a trusted
+   * root (old and new CA side by side during a migration); else its `ca.crt` only.
    */
-  caSecretName?: string;
+  caSecret?: { name: string; everyCrtKey: boolean };
 }): KubeObject {
   const volumes: unknown[] = [
     { name: 'data', persistentVolumeClaim: { claimName: dataClaimName(input.pod) } },
@@ -249,11 +258,14 @@ export function buildFileCopyJob(input: {
     volumes.push({ name: 'index', persistentVolumeClaim: { claimName: indexClaimName(input.pod) } });
     mounts.push({ name: 'index', mountPath: SOURCE_INDEX_PATH });
   }
-  if (input.caSecretName !== undefined) {
-    volumes.push({ name: 'ca', secret: { secretName: input.caSecretName, items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+  const ca = input.caSecret;
+  if (ca !== undefined) {
+    volumes.push({ name: 'ca', secret: { secretName: ca.name, ...(ca.everyCrtKey ? {} : { items: [{ key: 'ca.crt', path: 'ca.crt' }] }) } });
     mounts.push({ name: 'ca', mountPath: CA_MOUNT_PATH, readOnly: true });
+    volumes.push({ name: 'trust', emptyDir: { sizeLimit: '1Mi' } });
+    mounts.push({ name: 'trust', mountPath: TRUST_BUNDLE_DIR });
   }
-  const scheme = input.caSecretName === undefined ? 'http' : 'https';
+  const scheme = ca === undefined ? 'http' : 'https';
   return job({
     name: childName(input.backup.name, 'filecopy'),
     namespace: input.backup.namespace,
@@ -268,7 +280,7 @@ export function buildFileCopyJob(input: {
       SOURCE_DB: `${SOURCE_DATA_PATH}/db`,
       SOURCE_INDEX: input.separateIndex ? SOURCE_INDEX_PATH : `${SOURCE_DATA_PATH}/index`,
       NODE_URL: `${scheme}://${podDnsName(input.cluster.name, input.cluster.namespace, input.pod)}:2113`,
-      ...(input.caSecretName === undefined ? {} : { NODE_EXTRA_CA_CERTS: `${CA_MOUNT_PATH}/ca.crt` }),
+      ...(ca === undefined ? {} : { TRUSTED_CA_DIR: CA_MOUNT_PATH }),
     },
     volumes,
     mounts,

@@ -69,6 +69,21 @@ describe.skipIf(ctx().skipReason !== '')('EventDB CRDs on the apiserver', () => 
     expect(result.out).toContain('sourceBackup is immutable');
   });
 
+  it('refuses tls.mode Disabled <-> TLS on a three-node cluster (no quorum across the switch), allows it on one node', () => {
+    expect(applyCluster(namespace(), 'plain', { replicas: 3, tls: { mode: 'Disabled' } }).status).toBe(0);
+    const refused = applyCluster(namespace(), 'plain', { replicas: 3, tls: { mode: 'SelfSigned' } });
+    expect(refused.status).not.toBe(0);
+    expect(refused.out).toMatch(/spec\.tls/);
+    expect(refused.out).toContain('tls.mode cannot switch between Disabled and SelfSigned or Secret while replicas is 3 or 5');
+    // Scaling in the same change does not get round it; TLS to TLS is a certificate rotation, allowed.
+    expect(applyCluster(namespace(), 'plain', { replicas: 1, tls: { mode: 'SelfSigned' } }).status).not.toBe(0);
+    expect(applyCluster(namespace(), 'secure', { replicas: 3 }).status).toBe(0);
+    expect(applyCluster(namespace(), 'secure', { replicas: 3, tls: { mode: 'Disabled' } }).status).not.toBe(0);
+    expect(applyCluster(namespace(), 'secure', { replicas: 3, tls: { mode: 'Secret', certificateSecret: { name: 'secure-tls' } } }).status).toBe(0);
+    expect(applyCluster(namespace(), 'single', { replicas: 1, tls: { mode: 'Disabled' } }).status).toBe(0);
+    expect(applyCluster(namespace(), 'single', { replicas: 1 }).status).toBe(0);
+  });
+
   it('rejects a ScavengeSchedule with threads 2 and throttle 50, naming the field', () => {
     const result = apply(namespace(), {
       apiVersion: 'eventdb.io/v1alpha1',

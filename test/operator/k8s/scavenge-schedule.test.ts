@@ -11,6 +11,10 @@
 // - suspend mid-cycle (throttlePercent 1, so a node scavenge is running): the node scavenge is
 //   stopped (the node says Stopped), Paused with the cycle kept and nodes left; suspend false:
 //   the stopped node is scavenged again and the same cycle completes on the rest;
+// - a node deleted while it is scavenged (throttled): its pod is recreated, the cycle starts its
+//   scavenge again on it (a new run, Success on the node) and completes;
+// - nodeTimeout shorter than a throttled node scavenge (of new garbage): the run is stopped (the node says
+//   Stopped), the cycle fails, Ready False CycleFailed, Events NodeScavengeTimedOut, CycleFailed;
 // - respectMaintenanceWindows with the cluster's only window hours away: a due cycle does not
 //   start (Waiting, no currentCycle, no node scavenge), and the Progressing condition says why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,7 +79,7 @@ async function patchSchedule(namespace: string, name: string, patch: unknown): P
  * Writes the GARBAGE streams through the leader (four at a time; a failed append is sent again
  * with the same event ids), then hard-deletes all but the first `kept`.
  */
-function writeAndDeleteScript(): string {
+function writeAndDeleteScript(prefix = 'scav-'): string {
   return `
 (async () => {
   const g = ${JSON.stringify(GARBAGE)};
@@ -101,14 +105,14 @@ function writeAndDeleteScript(): string {
       let appended = 0;
       for (let a = 0; a < g.appendsPerStream; a++) {
         const events = Array.from({ length: g.eventsPerAppend }, (_, i) => ({ eventId: crypto.randomUUID(), eventType: 'filler', data: { s, a, i, pad } }));
-        if ((await call('POST', '/streams/scav-' + s, { headers: { authorization: auth, 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify(events) })) === 201) appended++;
+        if ((await call('POST', '/streams/${prefix}' + s, { headers: { authorization: auth, 'content-type': 'application/vnd.eventstore.events+json' }, body: JSON.stringify(events) })) === 201) appended++;
       }
       if (appended === g.appendsPerStream) written++;
     }
   };
   await Promise.all([writer(), writer(), writer(), writer()]);
   for (let s = g.kept; s < g.streams; s++) {
-    if ((await call('DELETE', '/streams/scav-' + s, { headers: { authorization: auth, 'ES-HardDelete': 'true' } })) === 204) deleted++;
+    if ((await call('DELETE', '/streams/${prefix}' + s, { headers: { authorization: auth, 'ES-HardDelete': 'true' } })) === 204) deleted++;
   }
   console.log(JSON.stringify({ written, deleted, ms: Date.now() - started }));
 })().catch((err) => { console.error(err); process.exitCode = 1; });
@@ -400,6 +404,80 @@ describe.skipIf(ctx().skipReason !== '')('a ScavengeSchedule of a three-node Eve
     // The stopped node was scavenged again in the same cycle, to the end.
     expect(lastNodes.find((node) => node.pod === interrupted.pod)?.result).toMatch(/^(InProgress|Success)$/);
     await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
+  }, 420_000);
+
+  /** Starts the next cycle of every-minute throttled to 1 % and returns it once a node scavenge runs. */
+  async function throttledCycleRunning(extra: Record<string, unknown> = {}): Promise<{ id: string; nodes?: CycleNode[] }> {
+    await waitFor('no cycle of every-minute running', async () => ((await getSchedule(ns, 'every-minute'))?.status?.currentCycle === undefined ? true : undefined), 180_000);
+    await waitClusterReady(ns, 'orders');
+    const seen = new Set(((await getSchedule(ns, 'every-minute'))?.status?.history ?? []).map((entry) => entry.id));
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: false, throttlePercent: 1, ...extra } });
+    return await waitFor('a new cycle with a node scavenge running', async () => {
+      const current = (await getSchedule(ns, 'every-minute'))?.status?.currentCycle;
+      if (current === undefined || seen.has(current.id)) return undefined;
+      return (current.nodes ?? []).some((node) => node.result === 'InProgress') ? current : undefined;
+    }, 180_000, 250);
+  }
+
+  it('a node deleted while it is scavenged: the cluster recreates its pod, the cycle starts its scavenge again there and completes', async () => {
+    const running = await throttledCycleRunning();
+    const victim = running.nodes?.find((node) => node.result === 'InProgress') as CycleNode;
+    const oldUid = (await clusterPods(ns, 'orders')).find((pod) => pod.name === victim.pod)?.uid;
+    expect(kubectl(['delete', 'pod', '-n', ns, victim.pod, '--wait=false']).status).toBe(0);
+    // Unthrottled from here, so the rest of the cycle is quick.
+    await patchSchedule(ns, 'every-minute', { spec: { throttlePercent: 100 } });
+    let lastNodes: CycleNode[] = running.nodes ?? [];
+    const reasonsSeen = new Set<string>();
+    const completed = await waitFor('the cycle to complete after the node came back', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      if (schedule?.status?.currentCycle?.id === running.id) lastNodes = schedule.status.currentCycle.nodes ?? lastNodes;
+      const progressing = schedule?.status?.conditions?.find((c) => c.type === 'Progressing');
+      if (progressing !== undefined) reasonsSeen.add(progressing.reason);
+      return schedule?.status?.history?.find((entry) => entry.id === running.id);
+    }, 360_000, 300);
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: true } });
+    const again = lastNodes.find((node) => node.pod === victim.pod);
+    const events = eventsOf(ns, 'ScavengeSchedule', 'every-minute').filter((event) => event.note.includes(`cycle ${running.id}`));
+    process.stdout.write(`[scavenge-schedule] node lost: ${victim.pod} deleted during ${victim.scavengeId ?? ''}; Progressing reasons ${[...reasonsSeen].join(',')}; nodes ${lastNodes.map((n) => `${n.pod} ${n.result ?? ''} ${n.scavengeId ?? ''}`).join(', ')}; events ${events.map((e) => e.reason).join(',')}\n`);
+    expect(completed.result).toBe('Success');
+    // The pod is a new one, and its scavenge a new run on it, which succeeded.
+    const newUid = (await clusterPods(ns, 'orders')).find((pod) => pod.name === victim.pod)?.uid;
+    expect(newUid).toBeDefined();
+    expect(newUid).not.toBe(oldUid);
+    expect(again?.result).toBe('Success');
+    expect(again?.scavengeId).not.toBe(victim.scavengeId);
+    const states = lastJsonLine<Record<string, string>>(await runInCluster(ns, 'scav-again', runStatesScript(ns, [{ pod: victim.pod, id: again?.scavengeId ?? '' }]), { EVENTDB_PASSWORD: password }));
+    expect(states).toEqual({ [victim.pod]: 'Success' });
+    expect(events.map((event) => event.reason)).toEqual(expect.arrayContaining(['NodeScavengeLost', 'NodeScavengeRestarted', 'CycleCompleted']));
+    // Every node was scavenged in the cycle (the last view may show the last node still running:
+    // the history entry replaces currentCycle in the same status write).
+    expect(lastNodes.map((node) => node.result)).toEqual(expect.arrayContaining(['Success', 'Success']));
+    expect(lastNodes.every((node) => node.result === 'Success' || node.result === 'InProgress')).toBe(true);
+    await waitClusterReady(ns, 'orders');
+  }, 600_000);
+
+  it('nodeTimeout: a node scavenge running longer is stopped, the cycle fails, and the status and Events say so', async () => {
+    // Fresh garbage, so a node scavenge throttled to 1 % runs for minutes (earlier cycles removed the first).
+    const wrote = lastJsonLine<{ written: number; deleted: number }>(await runInCluster(ns, 'scav-writer-2', writeAndDeleteScript('scav2-'), { EVENTDB_PASSWORD: password }));
+    expect(wrote).toMatchObject({ written: GARBAGE.streams, deleted: GARBAGE.streams - GARBAGE.kept });
+    const running = await throttledCycleRunning({ nodeTimeout: '20s' });
+    const slow = running.nodes?.find((node) => node.result === 'InProgress') as CycleNode;
+    const failed = await waitFor('the cycle to fail on nodeTimeout', async () => {
+      const schedule = await getSchedule(ns, 'every-minute');
+      const done = schedule?.status?.history?.find((entry) => entry.id === running.id);
+      return done !== undefined ? { schedule, done } : undefined;
+    }, 180_000, 300);
+    await patchSchedule(ns, 'every-minute', { spec: { suspend: true, throttlePercent: 100, nodeTimeout: '6h' } });
+    expect(failed.done.result).toBe('Failed');
+    expect(failed.schedule?.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'CycleFailed' });
+    const events = eventsOf(ns, 'ScavengeSchedule', 'every-minute').filter((event) => event.note.includes(slow.scavengeId ?? '-') || event.note.includes(`cycle ${running.id}`));
+    process.stdout.write(`[scavenge-schedule] nodeTimeout: ${events.map((e) => `${e.reason}: ${e.note}`).join(' | ')}\n`);
+    expect(events.find((event) => event.reason === 'NodeScavengeTimedOut')?.note).toContain(`${slow.pod}: scavenge ${slow.scavengeId ?? ''} ran longer than nodeTimeout 20s`);
+    expect(events.map((event) => event.reason)).toContain('CycleFailed');
+    // The node itself stopped the run, and the cluster was given back.
+    const states = lastJsonLine<Record<string, string>>(await runInCluster(ns, 'scav-timeout', runStatesScript(ns, [{ pod: slow.pod, id: slow.scavengeId ?? '' }]), { EVENTDB_PASSWORD: password }));
+    expect(states).toEqual({ [slow.pod]: 'Stopped' });
+    await waitFor('the cluster released', async () => ((await getCluster(ns, 'orders'))?.status?.operation === undefined ? true : undefined), 60_000);
   }, 420_000);
 
   it('respectMaintenanceWindows: a due cycle waits while the cluster has no open window, and the status says why', async () => {

@@ -457,6 +457,7 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
     // The node serves https when its pod was started with certificate options (not the spec:
     // a change of tls.mode may not have reached this pod yet).
     const caSecretName = containerServesTls(nodeContainerEnv(pod)) ? trustedCaSecretName(cluster.metadata.name ?? '', check.spec) : undefined;
+    const caSecret = caSecretName === undefined ? undefined : { name: caSecretName, everyCrtKey: caSecretName === check.spec.tls.caSecret };
     const base = state.status.differentialFrom === undefined ? undefined : siblings(state).find((b) => b.name === state.status.differentialFrom);
     const job = buildFileCopyJob({
       backup: state.identity,
@@ -470,7 +471,7 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
       image: check.spec.image,
       imagePullPolicy: check.spec.imagePullPolicy,
       opsSecret: { name: check.spec.users.ops.name, key: check.spec.users.ops.key },
-      ...(caSecretName === undefined ? {} : { caSecretName }),
+      ...(caSecret === undefined ? {} : { caSecret }),
     });
     existing = await createIgnoringExists(state.deps.api, JOBS, job);
     state.status = { ...state.status, sourceNode: nodeName };
