@@ -183,8 +183,9 @@ export class ScavengeService {
 
   /**
    * The state of one run, by id: `InProgress` while it runs, the result of a run this process
-   * ran, else the result its history records (`Success`, `Stopped`, `Errored`, `Interrupted`; `Unknown` while a run cut short by
-   * a crash is not yet marked); undefined when no such run is known.
+   * ran, else the result its history records (`Success`, `Stopped`, `Errored`, `Interrupted`;
+   * `Unknown` while a run cut short by a crash is not yet marked); undefined when no such run is
+   * known.
    */
   async status(scavengeId: string): Promise<string | undefined> {
     if (this.active?.run.scavengeId === scavengeId) return 'InProgress';
