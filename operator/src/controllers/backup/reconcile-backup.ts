@@ -23,6 +23,7 @@ import type { ReconcileContext, ReconcileResult } from '../../runtime/controller
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isAlreadyExists, isNotFound, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import { runSteps, type Step, type StepOutcome } from '../../runtime/steps.js';
 import { BACKUPS, EVENTDB_CLUSTERS, JOBS, PVCS, SECRETS, VOLUME_SNAPSHOTS } from '../../runtime/resource-types.js';
 import { decodeSecretValue } from '../../resources/secrets.js';
 import {
@@ -87,14 +88,7 @@ interface BackupState {
   deleted: boolean;
 }
 
-type StepOutcome = 'continue' | 'stop';
-
-interface Step {
-  readonly name: string;
-  readonly run: (state: BackupState) => Promise<StepOutcome>;
-}
-
-export const BACKUP_STEPS: readonly Step[] = [
+export const BACKUP_STEPS: readonly Step<BackupState>[] = [
   { name: 'load-spec', run: loadSpec },
   { name: 'retention', run: applyRetention },
   { name: 'find-cluster', run: findCluster },
@@ -121,18 +115,13 @@ export async function reconcileBackup(deps: BackupControllerDeps, context: Recon
     requeueAfterMs: PENDING_REQUEUE_MS,
     deleted: false,
   };
-  try {
-    for (const step of BACKUP_STEPS) {
-      if ((await step.run(state)) === 'stop') {
-        context.log.debug({ step: step.name }, 'backup reconcile stopped at step');
-        break;
-      }
-    }
-  } catch (err: unknown) {
-    state.ready = { status: 'False', reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
-    await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'backup status not written'));
-    throw err;
-  }
+  await runSteps(BACKUP_STEPS, state, {
+    log: context.log,
+    onError: async (err) => {
+      state.ready = { status: 'False', reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
+      await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'backup status not written'));
+    },
+  });
   if (!state.deleted) await writeStatus(state);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
 }

@@ -32,6 +32,7 @@ import type { ReconcileContext, ReconcileResult } from '../../runtime/controller
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import { runSteps, type Step, type StepOutcome } from '../../runtime/steps.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildRestoreJob, credentialsSecretName, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
@@ -127,14 +128,7 @@ export interface RestoreSource {
   readonly writerCheckpoint?: number;
 }
 
-type StepOutcome = 'continue' | 'stop';
-
-interface Step {
-  readonly name: string;
-  readonly run: (state: ReconcileState) => Promise<StepOutcome>;
-}
-
-export const STEPS: readonly Step[] = [
+export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'load-spec', run: loadSpec },
   { name: 'check-node-support', run: checkNodeSupport },
   { name: 'observe-pods', run: observePods },
@@ -161,20 +155,14 @@ export async function reconcileCluster(deps: ClusterControllerDeps, context: Rec
   }
   if (cluster.metadata.deletionTimestamp !== undefined) return {};
   const state = initialState(deps, context.log, cluster);
-  try {
-    for (const step of STEPS) {
-      const outcome = await step.run(state);
-      if (outcome === 'stop') {
-        context.log.debug({ step: step.name }, 'reconcile stopped at step');
-        break;
-      }
-    }
-  } catch (err: unknown) {
+  await runSteps(STEPS, state, {
+    log: context.log,
     // The status says what failed; the controller retries with back-off.
-    state.failure = { reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
-    await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
-    throw err;
-  }
+    onError: async (err) => {
+      state.failure = { reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
+      await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
+    },
+  });
   await writeStatus(state);
   reportMetrics(state);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };

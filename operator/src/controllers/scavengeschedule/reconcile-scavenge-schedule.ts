@@ -30,6 +30,7 @@ import type { ReconcileContext, ReconcileResult } from '../../runtime/controller
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
 import { isNotFound, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import { runSteps, type Step, type StepOutcome } from '../../runtime/steps.js';
 import { EVENTDB_CLUSTERS, SCAVENGE_SCHEDULES } from '../../runtime/resource-types.js';
 import { nodeTrustCertificates, opsCredentials } from '../eventdbcluster/children.js';
 import { windowState } from '../eventdbcluster/maintenance-window.js';
@@ -102,9 +103,7 @@ interface State {
   requeueAfterMs: number | undefined;
 }
 
-type StepOutcome = 'continue' | 'stop';
-
-export const SCAVENGE_SCHEDULE_STEPS: readonly { name: string; run: (state: State) => Promise<StepOutcome> }[] = [
+export const SCAVENGE_SCHEDULE_STEPS: readonly Step<State>[] = [
   { name: 'load-spec', run: loadSpec },
   { name: 'find-cluster', run: findCluster },
   { name: 'observe-nodes', run: observeNodes },
@@ -137,18 +136,13 @@ export async function reconcileScavengeSchedule(deps: ScavengeScheduleController
     progressing: { status: 'False', reason: 'Waiting', message: 'waiting for the next cycle' },
     requeueAfterMs: IDLE_REQUEUE_MAX_MS,
   };
-  try {
-    for (const step of SCAVENGE_SCHEDULE_STEPS) {
-      if ((await step.run(state)) === 'stop') {
-        context.log.debug({ step: step.name }, 'scavenge schedule reconcile stopped at step');
-        break;
-      }
-    }
-  } catch (err: unknown) {
-    state.ready = { status: 'False', reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
-    await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'scavenge schedule status not written'));
-    throw err;
-  }
+  await runSteps(SCAVENGE_SCHEDULE_STEPS, state, {
+    log: context.log,
+    onError: async (err) => {
+      state.ready = { status: 'False', reason: 'ReconcileError', message: err instanceof Error ? err.message : String(err) };
+      await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'scavenge schedule status not written'));
+    },
+  });
   await writeStatus(state);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
 }
