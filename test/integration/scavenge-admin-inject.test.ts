@@ -473,6 +473,42 @@ describe('interrupted scavenges at node start', () => {
     expect(again.scavenges.last()).toEqual({ scavengeId: undefined, result: 'Unknown' });
   });
 
+  it('marks a run of an earlier process Interrupted when its start reaches this node only after the start-up scan', async () => {
+    // A follower killed right after starting a run: the $scavengeStarted it wrote through the
+    // leader reaches its own log only while it catches up after the restart, after its start-up
+    // scan. Here the scan reads no history at all.
+    const before = await harness();
+    const cutShort = await startRun(before);
+    const engine = before.db;
+    const readStream = engine.readStream.bind(engine);
+    engine.readStream = async (...args: Parameters<Engine['readStream']>) =>
+      args[0].startsWith('$scavenges') ? { kind: 'stream-not-found' as const } : readStream(...args);
+    const restarted = await harness({ db: engine });
+    await restarted.scavenges.initialise();
+    engine.readStream = readStream;
+    expect((await eventsOf(engine, `$scavenges-${cutShort}`)).map((e) => e.eventType)).not.toContain('$scavengeCompleted');
+
+    const state = await inject(restarted, 'GET', `/admin/scavenge/${cutShort}`, JSON_ACCEPT);
+    expect([state.statusCode, state.json().scavengeResult]).toEqual([200, 'Interrupted']);
+    // ... and the history gets its Interrupted completion, once.
+    for (let attempt = 0; attempt < 100; attempt++) {
+      if ((await eventsOf(engine, `$scavenges-${cutShort}`)).some((e) => e.eventType === '$scavengeCompleted')) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await inject(restarted, 'GET', `/admin/scavenge/${cutShort}`, JSON_ACCEPT);
+    const completions = (await eventsOf(engine, `$scavenges-${cutShort}`)).filter((e) => e.eventType === '$scavengeCompleted');
+    expect(completions.map((e) => e.data)).toEqual([expect.objectContaining({ result: 'Interrupted', error: 'The node was restarted.' })]);
+    // A run started elsewhere and not finished stays Unknown here: it may be running there.
+    const other = await harness({ db: engine, nodeEndpoint: '10.0.0.2:2113' });
+    const elsewhere = await startRun(other);
+    for (let attempt = 0; attempt < 100; attempt++) {
+      if ((await eventsOf(engine, `$scavenges-${elsewhere}`)).some((e) => e.eventType === '$scavengeStarted')) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const unknown = await inject(restarted, 'GET', `/admin/scavenge/${elsewhere}`, JSON_ACCEPT);
+    expect(unknown.json().scavengeResult).toBe('Unknown');
+  });
+
   it('never marks a run of its own process, and sets $scavenges metadata once', async () => {
     const h = await harness();
     const id = await startRun(h);

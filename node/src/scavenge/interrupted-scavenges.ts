@@ -98,22 +98,28 @@ export async function completeInterruptedScavenges(
 
 /**
  * What a run's own stream says of it: undefined when the stream has no `$scavengeStarted` (no
- * such run, or its history has aged out), else the result of its `$scavengeCompleted`, or
- * undefined result while none is written.
+ * such run, or its history has aged out), else the node that started it (the `nodeEndpoint` of
+ * its `$scavengeStarted`) and the result of its `$scavengeCompleted`, or undefined result while
+ * none is written.
  */
 export async function readRunOutcome(
   db: EventDbForScavengeHistory,
   scavengeId: string,
-): Promise<{ readonly result: string | undefined } | undefined> {
+): Promise<{ readonly result: string | undefined; readonly startedBy: string | undefined } | undefined> {
   let started = false;
+  let startedBy: string | undefined;
   let result: string | undefined;
   for await (const event of readStreamForward(db, scavengeStreamOf(scavengeId))) {
-    if (event.eventType === ScavengeEventType.Started) started = true;
+    if (event.eventType === ScavengeEventType.Started) {
+      started = true;
+      const endpoint = parseJsonObject(event.data)?.['nodeEndpoint'];
+      if (typeof endpoint === 'string') startedBy = endpoint;
+    }
     if (event.eventType !== ScavengeEventType.Completed) continue;
     const completed = parseJsonObject(event.data)?.['result'];
     if (typeof completed === 'string') result = completed;
   }
-  return started ? { result } : undefined;
+  return started ? { result, startedBy } : undefined;
 }
 
 type RunTotals = Pick<CompletedPayload, 'timeTakenMs' | 'spaceSavedBytes' | 'maxChunkScavenged'>;

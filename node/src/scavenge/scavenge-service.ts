@@ -89,6 +89,9 @@ export class ScavengeService {
    * would take the run for lost and start another.
    */
   private readonly finished = new Map<string, ScavengeResult>();
+  /** Runs of an earlier process found unfinished after the start-up scan (markInterruptedLate). */
+  private readonly markingLate = new Set<string>();
+  private initialiseDone = false;
   private active: ActiveRun | undefined;
   private lastScavengeId: string | undefined;
   private lastResult: LastScavengeResult = 'Unknown';
@@ -125,9 +128,13 @@ export class ScavengeService {
       }
       const { db, history, log } = this;
       const runningIds = this.startedHere;
+      // Marked here: never a second time by markInterruptedLate.
+      for (const scavengeId of scan.started) if (!scan.completed.has(scavengeId)) this.markingLate.add(scavengeId);
       await completeInterruptedScavenges({ db, history, log, nodeEndpoint, runningIds }, scan);
     } catch (err: unknown) {
       this.log.error({ err }, 'cannot initialise the scavenge history');
+    } finally {
+      this.initialiseDone = true;
     }
   }
 
@@ -193,7 +200,28 @@ export class ScavengeService {
     if (finished !== undefined) return finished;
     const outcome = await readRunOutcome(this.db, scavengeId);
     if (outcome === undefined) return undefined;
-    return outcome.result ?? 'Unknown';
+    if (outcome.result !== undefined) return outcome.result;
+    // Started by this node, not by this process, never completed: an earlier process of this
+    // node was cut short. A follower killed right after a start may get that `$scavengeStarted`
+    // (written through the leader) only while catching up after its restart, when the start-up
+    // scan has already run: it is marked now.
+    if (outcome.startedBy === this.nodeEndpoint() && !this.startedHere.has(scavengeId)) {
+      this.markInterruptedLate(scavengeId);
+      return 'Interrupted';
+    }
+    return 'Unknown';
+  }
+
+  /** Writes the `$scavengeCompleted` (Interrupted) the start-up scan could not see; once. */
+  private markInterruptedLate(scavengeId: string): void {
+    // Before the start-up scan is done it may still mark the run itself.
+    if (!this.initialiseDone || this.markingLate.has(scavengeId)) return;
+    this.markingLate.add(scavengeId);
+    this.finished.set(scavengeId, 'Interrupted');
+    const { db, history, log } = this;
+    const nodeEndpoint = this.nodeEndpoint();
+    void completeInterruptedScavenges({ db, history, log, nodeEndpoint, runningIds: this.startedHere }, { started: [scavengeId], completed: new Set() })
+      .catch((err: unknown) => log.warn({ err, scavengeId }, 'could not mark the interrupted scavenge'));
   }
 
   last(): LastScavenge {
