@@ -19,9 +19,9 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { EventDbError } from '../errors.js';
-import type { AppendResult, NewEvent } from '../storage/event-db-types.js';
+import type { AppendResult, EventDb, NewEvent } from '../storage/event-db-types.js';
 import { notLeader } from '../storage/event-db.js';
-import { notReady, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
+import { ClusterEventDb, notReady, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
 import {
   INITIAL_ELECTION_STATE, majorityOf, step as electionStep,
   type Candidate, type ElectionContext, type ElectionEffect, type ElectionInput, type ElectionMessage, type ElectionState,
@@ -87,6 +87,12 @@ export interface ClusterNodeDeps {
   readonly nowMs?: () => number;
   /** The node state changed (leader-only services start and stop with it). */
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
+  /**
+   * Work a new leader does before it reports Leader (the default users), once its epoch record
+   * is on a quorum: writes go through `local`, this node's own engine, and are acknowledged on a
+   * quorum as any write. Until it resolves the node stays PreLeader, and client writes wait for it.
+   */
+  readonly prepareLeadership?: (local: EventDb) => Promise<void>;
 }
 
 /** States in which this node leads (accepts replicas and, as Leader, writes). */
@@ -96,6 +102,8 @@ const FOLLOWING: ReadonlySet<NodeState> = new Set<NodeState>(['PreReplica', 'Cat
 const RETRYABLE_WRITE_ERRORS: ReadonlySet<string> = new Set(['EDB_NOT_LEADER', 'EDB_NOT_READY']);
 /** How often a waiting write looks again for a route when no role change wakes it. */
 const WRITE_ROUTE_POLL_MS = 100;
+/** Pause between attempts of a failed leadership preparation. */
+const PREPARE_RETRY_MS = 200;
 /** A bound on the routing attempts of one write, so that a refusing leader cannot spin it. */
 const MAX_WRITE_ATTEMPTS = 50;
 
@@ -127,11 +135,16 @@ export class ClusterNode implements WriteRouter {
   private unsubscribeDurable: (() => void) | undefined;
   /** Writes waiting for a leader (see `routeWrite`). */
   private readonly routeWaiters = new Set<() => void>();
+  /** The term whose leadership preparation runs (see `prepareThenLead`). */
+  private preparingEpoch: number | undefined;
+  /** This node's own engine as an EventDb: the leadership preparation writes through it. */
+  private readonly localDb: EventDb;
 
   constructor(private readonly deps: ClusterNodeDeps) {
     this.log = deps.log;
     this.nowMs = deps.nowMs ?? Date.now;
     this.priority = deps.settings.nodePriority;
+    this.localDb = new ClusterEventDb(deps.host, { write: (op) => writeLocally(deps.host.engine, op) });
     this.state = deps.settings.readOnlyReplica ? 'ReadOnlyLeaderless' : 'DiscoverLeader';
     const { gossipIntervalMs, gossipTimeoutMs, deadMemberRemovalPeriodSec } = deps.settings;
     this.view = new ClusterView(this.placeholderSelf(), {
@@ -520,16 +533,45 @@ export class ClusterNode implements WriteRouter {
     this.commit = commitPosition(quorum, this.epochRecord.end, this.commit);
     if (this.commit > before || this.gateValue === Number.NEGATIVE_INFINITY) {
       if (this.commit >= this.epochRecord.end) {
-        if (this.gateValue === Number.NEGATIVE_INFINITY) {
+        const first = this.gateValue === Number.NEGATIVE_INFINITY;
+        if (first) {
           // The previous terms' writes this node holds become visible with its epoch record.
           storage.replica.commitTo(this.epochRecord.position);
-          if (this.state === 'PreLeader') this.setState('Leader');
         }
         this.gateValue = this.commit;
         storage.commitGateMoved();
+        if (first && this.state === 'PreLeader') this.prepareThenLead(this.epochRecord);
       }
       this.sessions.wake();
     }
+  }
+
+  /**
+   * PreLeader -> Leader once this node can serve writes: its epoch record is on a quorum (the
+   * caller) and the leadership preparation (the default users) is done. Only then does /info,
+   * gossip and the operator see Leader, so the first write a client sends on that word is taken.
+   * A preparation that fails is tried again while this node is still PreLeader of the same term
+   * (its writes are idempotent); a node that stepped down meanwhile drops it.
+   */
+  private prepareThenLead(epoch: { readonly number: number }): void {
+    if (this.preparingEpoch === epoch.number) return;
+    this.preparingEpoch = epoch.number;
+    const sameTerm = (): boolean => !this.stopped && this.state === 'PreLeader' && this.epochRecord === epoch;
+    void (async () => {
+      for (let attempt = 1; sameTerm(); attempt++) {
+        try {
+          await this.deps.prepareLeadership?.(this.localDb);
+          if (sameTerm()) this.setState('Leader');
+          return;
+        } catch (err: unknown) {
+          if (!sameTerm()) return;
+          this.log.warn({ err, attempt, epochNumber: epoch.number }, 'leadership preparation failed: trying again');
+          await new Promise((r) => setTimeout(r, PREPARE_RETRY_MS));
+        }
+      }
+    })().finally(() => {
+      if (this.preparingEpoch === epoch.number) this.preparingEpoch = undefined;
+    });
   }
 
   private checkQuorum(nowMs: number): void {
