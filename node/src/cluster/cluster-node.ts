@@ -34,6 +34,7 @@ import type { Forward, Forwarded } from './replication/protocol.js';
 import { ReplicaSession, type ReplicaSessionEnd } from './replication/replica-session.js';
 import type { PeerClient } from './transport/peer-client.js';
 import { peerLookup } from '../platform/peer-lookup.js';
+import { systemClock, type Clock, type ClockTimer } from '../platform/clock.js';
 
 export interface ClusterSettings {
   readonly clusterSize: number;
@@ -84,7 +85,8 @@ export interface ClusterNodeDeps {
   readonly peers: PeerClient;
   /** Replication connections; default plain TCP. */
   readonly transport?: PeerTransport;
-  readonly nowMs?: () => number;
+  /** Time and timers (default the system clock; tests and the simulation pass a manual one). */
+  readonly clock?: Clock;
   /** The node state changed (leader-only services start and stop with it). */
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
   /**
@@ -112,7 +114,7 @@ export class ClusterNode implements WriteRouter {
   private readonly view: ClusterView;
   private elections: ElectionState = INITIAL_ELECTION_STATE;
   private electionsChain: Promise<void> = Promise.resolve();
-  private readonly electionTimers = new Set<NodeJS.Timeout>();
+  private readonly electionTimers = new Set<ClockTimer>();
   private leaderId: string | undefined;
   private priority: number;
   private resigning = false;
@@ -124,14 +126,14 @@ export class ClusterNode implements WriteRouter {
   private readonly sessions: LeaderSessions;
   private replica: ReplicaSession | undefined;
   private replicaFailures = 0;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private gossipTimer: NodeJS.Timeout | undefined;
-  private discoveryTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: ClockTimer | undefined;
+  private gossipTimer: ClockTimer | undefined;
+  private discoveryTimer: ClockTimer | undefined;
   private server: net.Server | undefined;
   private endpoints: AdvertisedEndpoints | undefined;
   private stopped = false;
   private readonly log: Logger;
-  private readonly nowMs: () => number;
+  private readonly clock: Clock;
   private unsubscribeDurable: (() => void) | undefined;
   /** Writes waiting for a leader (see `routeWrite`). */
   private readonly routeWaiters = new Set<() => void>();
@@ -142,7 +144,7 @@ export class ClusterNode implements WriteRouter {
 
   constructor(private readonly deps: ClusterNodeDeps) {
     this.log = deps.log;
-    this.nowMs = deps.nowMs ?? Date.now;
+    this.clock = deps.clock ?? systemClock;
     this.priority = deps.settings.nodePriority;
     this.localDb = new ClusterEventDb(deps.host, { write: (op) => writeLocally(deps.host.engine, op) });
     this.state = deps.settings.readOnlyReplica ? 'ReadOnlyLeaderless' : 'DiscoverLeader';
@@ -184,10 +186,24 @@ export class ClusterNode implements WriteRouter {
     this.unsubscribeDurable = this.subscribeDurable();
     this.deps.host.onEngine(() => { this.unsubscribeDurable?.(); this.unsubscribeDurable = this.subscribeDurable(); });
     this.log.info({ state: this.state, instanceId: this.deps.instanceId, seeds: this.deps.settings.gossipSeeds }, 'cluster node starting');
+    this.gossipTick();
+    this.discoveryTimer = this.clock.setTimer(Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs), () => this.discover());
+  }
+
+  /** A gossip round now, and the next one an interval later (rounds may overlap, as with an interval timer). */
+  private gossipTick(): void {
+    if (this.stopped) return;
+    this.gossipTimer = this.clock.setTimer(this.deps.settings.gossipIntervalMs, () => this.gossipTick());
     void this.gossipRound();
-    this.gossipTimer = setInterval(() => void this.gossipRound(), this.deps.settings.gossipIntervalMs);
-    this.discoveryTimer = setTimeout(() => this.discover(), Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs));
-    this.discoveryTimer.unref();
+  }
+
+  private nowMs(): number {
+    return this.clock.nowMs();
+  }
+
+  /** Resolves after `delayMs` on this node's clock. */
+  private sleep(delayMs: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimer(delayMs, resolve));
   }
 
   private subscribeDurable(): () => void {
@@ -200,10 +216,10 @@ export class ClusterNode implements WriteRouter {
   async stop(): Promise<void> {
     this.stopped = true;
     this.setState('ShuttingDown');
-    clearInterval(this.gossipTimer);
-    clearTimeout(this.discoveryTimer);
-    clearTimeout(this.reconnectTimer);
-    for (const t of this.electionTimers) clearTimeout(t);
+    this.clock.clearTimer(this.gossipTimer);
+    this.clock.clearTimer(this.discoveryTimer);
+    this.clock.clearTimer(this.reconnectTimer);
+    for (const t of this.electionTimers) this.clock.clearTimer(t);
     this.replica?.close();
     this.sessions.closeAll('shutting down');
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -375,7 +391,7 @@ export class ClusterNode implements WriteRouter {
     this.evaluate();
     if (this.state !== 'DiscoverLeader') return;
     if (this.gossipRounds < 2) {
-      this.discoveryTimer = setTimeout(() => this.discover(), this.deps.settings.gossipIntervalMs);
+      this.discoveryTimer = this.clock.setTimer(this.deps.settings.gossipIntervalMs, () => this.discover());
       return;
     }
     this.startElections('no leader found');
@@ -458,10 +474,10 @@ export class ClusterNode implements WriteRouter {
         return;
       }
       case 'schedule-timeout': {
-        const timer = setTimeout(() => {
+        const timer = this.clock.setTimer(effect.delayMs, () => {
           this.electionTimers.delete(timer);
           this.runElections({ kind: 'timeout', view: effect.view });
-        }, effect.delayMs);
+        });
         this.electionTimers.add(timer);
         return;
       }
@@ -566,7 +582,7 @@ export class ClusterNode implements WriteRouter {
         } catch (err: unknown) {
           if (!sameTerm()) return;
           this.log.warn({ err, attempt, epochNumber: epoch.number }, 'leadership preparation failed: trying again');
-          await new Promise((r) => setTimeout(r, PREPARE_RETRY_MS));
+          await this.sleep(PREPARE_RETRY_MS);
         }
       }
     })().finally(() => {
@@ -645,7 +661,7 @@ export class ClusterNode implements WriteRouter {
     // Let the replicas catch up, so that another node ranks as high as this one.
     const deadline = this.nowMs() + Math.max(2000, 2 * this.deps.settings.leaderElectionTimeoutMs);
     while (this.nowMs() < deadline && this.sessions.progress().some((p) => p.votes && p.position < storage.durablePosition)) {
-      await new Promise((r) => setTimeout(r, 20));
+      await this.sleep(20);
     }
     this.startElections('the leader resigned');
   }
@@ -659,7 +675,7 @@ export class ClusterNode implements WriteRouter {
   // ---------------------------------------------------------------- following
 
   private follow(leaderId: string): void {
-    clearTimeout(this.reconnectTimer);
+    this.clock.clearTimer(this.reconnectTimer);
     this.replica?.close();
     this.replica = undefined;
     this.leaderId = leaderId;
@@ -730,9 +746,9 @@ export class ClusterNode implements WriteRouter {
       this.leaderLost('replication from the leader keeps failing');
       return;
     }
-    this.reconnectTimer = setTimeout(() => {
+    this.reconnectTimer = this.clock.setTimer(200 * this.replicaFailures, () => {
       if (FOLLOWING.has(this.state) && this.replica === undefined) this.connectToLeader();
-    }, 200 * this.replicaFailures);
+    });
   }
 
   private leaderLost(reason: string): void {
@@ -783,7 +799,7 @@ export class ClusterNode implements WriteRouter {
       if (route !== undefined && attempts < MAX_WRITE_ATTEMPTS) {
         attempts += 1;
         try {
-          return route === 'local' ? await withTimeout(local(), limitMs) : await this.forwardWrite(route, forward, limitMs);
+          return route === 'local' ? await withTimeout(this.clock, local(), limitMs) : await this.forwardWrite(route, forward, limitMs);
         } catch (err: unknown) {
           if (!(err instanceof EventDbError) || !RETRYABLE_WRITE_ERRORS.has(err.code)) throw err;
           refusal = err;
@@ -807,7 +823,7 @@ export class ClusterNode implements WriteRouter {
   }
 
   private async forwardWrite(replica: ReplicaSession, request: Omit<Forward, 'id'>, limitMs: number): Promise<AppendResult> {
-    const answer = await withTimeout(replica.forward(request), limitMs).catch((err: unknown) => {
+    const answer = await withTimeout(this.clock, replica.forward(request), limitMs).catch((err: unknown) => {
       if (err instanceof EventDbError) throw err;
       // The link dropped before the leader answered: the write may or may not have been done.
       throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
@@ -820,11 +836,11 @@ export class ClusterNode implements WriteRouter {
   private routeChange(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
-        clearTimeout(timer);
+        this.clock.clearTimer(timer);
         this.routeWaiters.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, timeoutMs);
+      const timer = this.clock.setTimer(timeoutMs, done);
       this.routeWaiters.add(done);
     });
   }
@@ -843,7 +859,7 @@ export class ClusterNode implements WriteRouter {
     try {
       if (this.state !== 'Leader' || !this.deps.host.available) throw notLeader(`this node is ${this.state}, not the leader`);
       const engine = this.deps.host.engine;
-      const result = await withTimeout(request.op === 'scavenge-point' ? engine.writeScavengePoint(request.threshold ?? 0) : writeLocally(engine, fromForward(request)), limitMs);
+      const result = await withTimeout(this.clock, request.op === 'scavenge-point' ? engine.writeScavengePoint(request.threshold ?? 0) : writeLocally(engine, fromForward(request)), limitMs);
       return { id: request.id, result };
     } catch (err: unknown) {
       const e = err instanceof EventDbError ? err : new EventDbError('EDB_NOT_READY', err instanceof Error ? err.message : String(err), { httpStatus: 503 });
@@ -878,12 +894,12 @@ export class ClusterNode implements WriteRouter {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, limitMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+function withTimeout<T>(clock: Clock, promise: Promise<T>, limitMs: number): Promise<T> {
+  let timer: ClockTimer | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new EventDbError('EDB_WRITE_TIMEOUT', 'Write timeout', { httpStatus: 500, details: { reason: 'Write timeout' } })), limitMs);
+    timer = clock.setTimer(limitMs, () => reject(new EventDbError('EDB_WRITE_TIMEOUT', 'Write timeout', { httpStatus: 500, details: { reason: 'Write timeout' } })));
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, timeout]).finally(() => clock.clearTimer(timer));
 }
 
 function toForward(op: WriteOp): Omit<Forward, 'id'> {
