@@ -28,6 +28,14 @@ async function otherLeader(cluster: TestCluster, old: ClusterMember, timeoutMs: 
   return undefined;
 }
 
+/** The cluster's decisions as each node logged them (for a failure's report). */
+function clusterLogs(cluster: TestCluster): string {
+  return cluster.members.map((m) => {
+    const lines = (m.process?.output ?? []).filter((l) => /"component":"cluster"|state changed|election|resign/.test(l)).slice(-25);
+    return `--- ${m.spec.name}\n${lines.join('\n')}`;
+  }).join('\n');
+}
+
 describe('a node that reports Leader takes writes', () => {
   it(`${FORMATIONS} formations of 3 nodes: the first write on the reported leader is acknowledged, a resignation is accepted and moves leadership`, async () => {
     const startedMs = Date.now();
@@ -53,7 +61,8 @@ describe('a node that reports Leader takes writes', () => {
         }
         const next = await otherLeader(cluster, leader, 30_000);
         if (next === undefined) {
-          failures.push(`formation ${i}: no other node took the lead after ${leader.spec.name} resigned`);
+          const states = await Promise.all(cluster.members.map(async (m) => `${m.spec.name} ${await cluster.state(m)}`));
+          failures.push(`formation ${i}: no other node took the lead after ${leader.spec.name} resigned (${states.join(', ')})\n${clusterLogs(cluster)}`);
           continue;
         }
         const after = await appendEvents(next.http, stream, [newEvent('after', { formation: i })], { 'ES-RequiresMaster': 'true', 'ES-ExpectedVersion': '4' });

@@ -18,10 +18,10 @@
  */
 import net from 'node:net';
 import type { Logger } from 'pino';
-import { EventDbError } from '../errors.js';
-import type { AppendResult, EventDb, NewEvent } from '../storage/event-db-types.js';
+import type { AppendResult, EventDb } from '../storage/event-db-types.js';
 import { notLeader } from '../storage/event-db.js';
-import { ClusterEventDb, notReady, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
+import { ClusterEventDb, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
+import { WRITE_ROUTE_POLL_MS, WriteRouting, type WriteRoute } from './write-routing.js';
 import {
   INITIAL_ELECTION_STATE, majorityOf, step as electionStep,
   type Candidate, type ElectionContext, type ElectionEffect, type ElectionInput, type ElectionMessage, type ElectionState,
@@ -30,7 +30,6 @@ import { ClusterView } from './gossip/cluster-view.js';
 import { ZERO_GUID, httpEndpointOf, isVoter, type GossipDocument, type MemberInfo, type NodeState } from './member-info.js';
 import { commitPosition, quorumPosition } from './replication/commit-tracker.js';
 import { LeaderSessions, type ReplicaStats } from './replication/leader-sessions.js';
-import type { Forward, Forwarded } from './replication/protocol.js';
 import { ReplicaSession, type ReplicaSessionEnd } from './replication/replica-session.js';
 import type { PeerClient } from './transport/peer-client.js';
 import { peerLookup } from '../platform/peer-lookup.js';
@@ -100,14 +99,8 @@ export interface ClusterNodeDeps {
 /** States in which this node leads (accepts replicas and, as Leader, writes). */
 const LEADING: ReadonlySet<NodeState> = new Set<NodeState>(['PreLeader', 'Leader', 'ResigningLeader']);
 const FOLLOWING: ReadonlySet<NodeState> = new Set<NodeState>(['PreReplica', 'CatchingUp', 'Follower', 'PreReadOnlyReplica', 'ReadOnlyReplica']);
-/** Refusals after which a write is routed again: nothing of it was applied, or a retry is idempotent. */
-const RETRYABLE_WRITE_ERRORS: ReadonlySet<string> = new Set(['EDB_NOT_LEADER', 'EDB_NOT_READY']);
-/** How often a waiting write looks again for a route when no role change wakes it. */
-const WRITE_ROUTE_POLL_MS = 100;
 /** Pause between attempts of a failed leadership preparation. */
 const PREPARE_RETRY_MS = 200;
-/** A bound on the routing attempts of one write, so that a refusing leader cannot spin it. */
-const MAX_WRITE_ATTEMPTS = 50;
 
 export class ClusterNode implements WriteRouter {
   private state: NodeState;
@@ -135,8 +128,8 @@ export class ClusterNode implements WriteRouter {
   private readonly log: Logger;
   private readonly clock: Clock;
   private unsubscribeDurable: (() => void) | undefined;
-  /** Writes waiting for a leader (see `routeWrite`). */
-  private readonly routeWaiters = new Set<() => void>();
+  /** Client writes: their routes and the waits for one (write-routing.ts). */
+  private readonly routing: WriteRouting;
   /** The term whose leadership preparation runs (see `prepareThenLead`). */
   private preparingEpoch: number | undefined;
   /** This node's own engine as an EventDb: the leadership preparation writes through it. */
@@ -147,6 +140,12 @@ export class ClusterNode implements WriteRouter {
     this.clock = deps.clock ?? systemClock;
     this.priority = deps.settings.nodePriority;
     this.localDb = new ClusterEventDb(deps.host, { write: (op) => writeLocally(deps.host.engine, op) });
+    this.routing = new WriteRouting({
+      log: deps.log, clock: this.clock, host: deps.host,
+      writeLimitMs: deps.settings.prepareTimeoutMs + deps.settings.commitTimeoutMs,
+      route: () => this.writeRoute(), isLeader: () => this.state === 'Leader',
+      isStopped: () => this.stopped, describe: () => this.state,
+    });
     this.state = deps.settings.readOnlyReplica ? 'ReadOnlyLeaderless' : 'DiscoverLeader';
     const { gossipIntervalMs, gossipTimeoutMs, deadMemberRemovalPeriodSec } = deps.settings;
     this.view = new ClusterView(this.placeholderSelf(), {
@@ -161,7 +160,7 @@ export class ClusterNode implements WriteRouter {
       isLeader: () => LEADING.has(this.state),
       commitPosition: () => this.commit,
       onProgress: () => this.onReplicaProgress(),
-      forward: (request) => this.carryOutForwarded(request),
+      forward: (request) => this.routing.carryOutForwarded(request),
       heartbeatMs: Math.max(100, Math.min(1000, Math.floor(deps.settings.gossipIntervalMs / 2))),
     });
   }
@@ -767,104 +766,29 @@ export class ClusterNode implements WriteRouter {
 
   // ---------------------------------------------------------------- writes
 
-  /**
-   * Client writes: on the leader, locally; elsewhere, forwarded to the leader.
-   *
-   * A write that finds no leader to take it (an election, a resignation, the storage reopening
-   * after a truncation) waits for one instead of failing at once. A write the leader refused while
-   * it stepped down, or whose forwarding link dropped, is sent again to whichever node leads next,
-   * with the same event ids: the idempotency rules make the second attempt a no-op when the first
-   * one stayed in the log (the new leader holds every write of earlier terms it kept before it
-   * takes writes, see `lead`). So a planned resignation, or a leader lost, costs writers latency
-   * rather than errors. The write fails ("Server Is Not Ready", or the last refusal) only when no
-   * leader took it within the prepare and commit timeouts of waiting; each attempt keeps its own
-   * limit of the same length ("Write timeout", never retried: the write may be pending).
-   */
-  async write(op: WriteOp): Promise<AppendResult> {
-    return this.routeWrite(() => writeLocally(this.deps.host.engine, op), toForward(op));
+  /** Client writes: on the leader, locally; elsewhere, forwarded to the leader; waiting for a route meanwhile (write-routing.ts). */
+  write(op: WriteOp): Promise<AppendResult> {
+    return this.routing.write(op);
   }
 
   /** A scavenge point for a scavenge on this node: the leader writes it (see EngineScavenging). */
-  async writeScavengePoint(threshold: number): Promise<AppendResult> {
-    return this.routeWrite(() => this.deps.host.engine.writeScavengePoint(threshold), { op: 'scavenge-point', stream: '', expectedVersion: -2, threshold });
-  }
-
-  private async routeWrite(local: () => Promise<AppendResult>, forward: Omit<Forward, 'id'>): Promise<AppendResult> {
-    const limitMs = this.writeLimitMs;
-    let waitingSinceMs = this.nowMs();
-    let refusal: EventDbError | undefined;
-    let attempts = 0;
-    for (;;) {
-      const route = this.writeRoute();
-      if (route !== undefined && attempts < MAX_WRITE_ATTEMPTS) {
-        attempts += 1;
-        try {
-          return route === 'local' ? await withTimeout(this.clock, local(), limitMs) : await this.forwardWrite(route, forward, limitMs);
-        } catch (err: unknown) {
-          if (!(err instanceof EventDbError) || !RETRYABLE_WRITE_ERRORS.has(err.code)) throw err;
-          refusal = err;
-          waitingSinceMs = this.nowMs();
-          this.log.debug({ err, attempts, state: this.state }, 'write refused by a leader stepping down or a dropped link: sent again to the next leader');
-        }
-      }
-      const leftMs = waitingSinceMs + limitMs - this.nowMs();
-      if (leftMs <= 0 || this.stopped || attempts >= MAX_WRITE_ATTEMPTS) {
-        throw refusal ?? notReady(`no leader took the write within ${limitMs} ms (this node is ${this.state})`);
-      }
-      await this.routeChange(Math.min(leftMs, WRITE_ROUTE_POLL_MS));
-    }
+  writeScavengePoint(threshold: number): Promise<AppendResult> {
+    return this.routing.writeScavengePoint(threshold);
   }
 
   /** Where a client write goes now: this node (the leader), the leader through the replica link, or nowhere yet. */
-  private writeRoute(): 'local' | ReplicaSession | undefined {
+  private writeRoute(): WriteRoute {
     if (this.state === 'Leader') return this.deps.host.available ? 'local' : undefined;
     const replica = this.replica;
     return FOLLOWING.has(this.state) && replica?.isSubscribed === true ? replica : undefined;
   }
 
-  private async forwardWrite(replica: ReplicaSession, request: Omit<Forward, 'id'>, limitMs: number): Promise<AppendResult> {
-    const answer = await withTimeout(this.clock, replica.forward(request), limitMs).catch((err: unknown) => {
-      if (err instanceof EventDbError) throw err;
-      // The link dropped before the leader answered: the write may or may not have been done.
-      throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
-    });
-    if (answer.error) throw new EventDbError(answer.error.code as never, answer.error.message, { httpStatus: answer.error.httpStatus });
-    return answer.result as AppendResult;
-  }
-
-  /** Resolves when the node's role or its link to the leader changes, or after `timeoutMs`. */
   private routeChange(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.clock.clearTimer(timer);
-        this.routeWaiters.delete(done);
-        resolve();
-      };
-      const timer = this.clock.setTimer(timeoutMs, done);
-      this.routeWaiters.add(done);
-    });
+    return this.routing.changeOrTimeout(timeoutMs);
   }
 
   private routeChanged(): void {
-    for (const waiter of [...this.routeWaiters]) waiter();
-  }
-
-  /**
-   * A write a follower forwarded: carried out here only while this node leads. Otherwise the
-   * refusal goes back at once and the follower routes the write again (it may know the new leader
-   * before this node does; forwarding on from here would race its time limit).
-   */
-  private async carryOutForwarded(request: Forward): Promise<Forwarded> {
-    const limitMs = this.writeLimitMs;
-    try {
-      if (this.state !== 'Leader' || !this.deps.host.available) throw notLeader(`this node is ${this.state}, not the leader`);
-      const engine = this.deps.host.engine;
-      const result = await withTimeout(this.clock, request.op === 'scavenge-point' ? engine.writeScavengePoint(request.threshold ?? 0) : writeLocally(engine, fromForward(request)), limitMs);
-      return { id: request.id, result };
-    } catch (err: unknown) {
-      const e = err instanceof EventDbError ? err : new EventDbError('EDB_NOT_READY', err instanceof Error ? err.message : String(err), { httpStatus: 503 });
-      return { id: request.id, error: { code: e.code, message: e.message, httpStatus: e.httpStatus } };
-    }
+    this.routing.changed();
   }
 
   // ---------------------------------------------------------------- reports
@@ -892,44 +816,4 @@ export class ClusterNode implements WriteRouter {
       replicaSubscribed: this.replica?.isSubscribed ?? false, replicas,
     };
   }
-}
-
-function withTimeout<T>(clock: Clock, promise: Promise<T>, limitMs: number): Promise<T> {
-  let timer: ClockTimer | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = clock.setTimer(limitMs, () => reject(new EventDbError('EDB_WRITE_TIMEOUT', 'Write timeout', { httpStatus: 500, details: { reason: 'Write timeout' } })));
-  });
-  return Promise.race([promise, timeout]).finally(() => clock.clearTimer(timer));
-}
-
-function toForward(op: WriteOp): Omit<Forward, 'id'> {
-  switch (op.op) {
-    case 'append':
-      return { op: 'append', stream: op.stream, expectedVersion: op.expectedVersion, events: op.events.map(encodeEvent) };
-    case 'delete':
-      return { op: 'delete', stream: op.stream, expectedVersion: op.expectedVersion, hard: op.hard };
-    case 'metadata':
-      return { op: 'metadata', stream: op.stream, expectedVersion: op.expectedVersion, metadata: op.metadata, ...(op.eventId === undefined ? {} : { eventId: op.eventId }) };
-  }
-}
-
-function fromForward(f: Forward): WriteOp {
-  switch (f.op) {
-    case 'append':
-      return { op: 'append', stream: f.stream, expectedVersion: f.expectedVersion, events: (f.events ?? []).map(decodeEvent) };
-    case 'delete':
-      return { op: 'delete', stream: f.stream, expectedVersion: f.expectedVersion, hard: f.hard ?? false };
-    case 'metadata':
-      return { op: 'metadata', stream: f.stream, expectedVersion: f.expectedVersion, metadata: f.metadata ?? {}, ...(f.eventId === undefined ? {} : { eventId: f.eventId }) };
-    case 'scavenge-point':
-      throw new EventDbError('EDB_BAD_REQUEST', 'scavenge points are not forwarded', { httpStatus: 400 });
-  }
-}
-
-function encodeEvent(e: NewEvent): { eventId: string; eventType: string; data: string; metadata: string; isJson: boolean } {
-  return { eventId: e.eventId, eventType: e.eventType, data: Buffer.from(e.data).toString('base64'), metadata: Buffer.from(e.metadata).toString('base64'), isJson: e.isJson };
-}
-
-function decodeEvent(e: { eventId: string; eventType: string; data: string; metadata: string; isJson: boolean }): NewEvent {
-  return { eventId: e.eventId, eventType: e.eventType, data: Buffer.from(e.data, 'base64'), metadata: Buffer.from(e.metadata, 'base64'), isJson: e.isJson };
 }
