@@ -136,7 +136,7 @@ function logStartup(root: RootLogger, loaded: LoadedConfig, tls: TlsMaterial | u
   for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
   if (tls === undefined) {
     log.warn(
-      'running insecure (--insecure): plain HTTP without TLS; traffic is not encrypted and nodes do not authenticate each other by certificate',
+      'running insecure (--insecure): plain HTTP without TLS; traffic is not encrypted and nodes do not authenticate each other by certificate; as in the original, gRPC calls are neither authenticated nor authorised',
     );
     return;
   }
@@ -327,7 +327,6 @@ async function startNode(
   };
   const requestShutdown = (): void => void shutdown('admin request');
   const grpcInsecure = config.insecure || config.dev;
-  if (grpcInsecure) log.warn('gRPC in insecure mode: as in the original, authentication and access control are off for gRPC calls');
   const grpc = createGrpcApi({
     db,
     authorizer: security,
