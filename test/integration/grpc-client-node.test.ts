@@ -264,3 +264,24 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
     }
   });
 });
+
+describe('stopping a node with gRPC clients connected', () => {
+  it('exits 0 promptly on SIGTERM while a live subscription is open', async () => {
+    const node = await startNode();
+    const client = KurrentDBClient.connectionString(`kurrentdb://127.0.0.1:${node.port}?tls=false`);
+    try {
+      await client.appendToStream('stop-1', jsonEvent({ type: 'S', data: {} }));
+      const subscription = client.subscribeToStream('stop-1', { fromRevision: START });
+      let caughtUp = false;
+      subscription.on('caughtUp', () => { caughtUp = true; });
+      subscription.on('error', () => {});
+      await until(() => caughtUp);
+      const startedMs = Date.now();
+      expect(await node.stop()).toBe(0);
+      expect(Date.now() - startedMs).toBeLessThan(15_000);
+    } finally {
+      await client.dispose();
+      await node.stop();
+    }
+  });
+});

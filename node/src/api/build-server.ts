@@ -105,6 +105,8 @@ const CORS_HEADERS = {
 const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
 /** How long an idle keep-alive connection stays open (Node's default; fastify's own is 72 s). */
 export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 5000;
+/** How long HTTP/2 calls in flight may finish once the server closes (subscriptions are then cut). */
+const HTTP2_CLOSE_GRACE_MS = 2000;
 
 export function buildServer(deps: BuildServerDeps): FastifyInstance {
   // With TLS the server is https (an https.Server is a tls.Server under an http.Server's API);
@@ -140,7 +142,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
       else routing(request, response);
     },
   });
-  app.addHook('preClose', async () => multiplex.closeSessions());
+  app.addHook('preClose', async () => multiplex.closeSessions(HTTP2_CLOSE_GRACE_MS));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);

@@ -41,8 +41,11 @@ export interface Http2MultiplexOptions {
 export interface Http2Multiplex {
   /** Every open HTTP/2 session: closed gracefully (GOAWAY) when the node stops. */
   readonly sessions: ReadonlySet<http2.ServerHttp2Session>;
-  /** Sends GOAWAY to every session and lets streams in flight finish. */
-  closeSessions(): void;
+  /**
+   * Sends GOAWAY to every session: calls in flight may finish for `graceMs`, then the sessions
+   * are destroyed (a live subscription never ends by itself; its client reconnects elsewhere).
+   */
+  closeSessions(graceMs: number): void;
 }
 
 /** What a connection's first bytes say: HTTP/2, HTTP/1.1, or not yet known (need more bytes). */
@@ -102,8 +105,13 @@ export function attachHttp2(server: NetServer, options: Http2MultiplexOptions): 
   }
   return {
     sessions,
-    closeSessions() {
-      for (const session of sessions) if (!session.closed) session.close();
+    closeSessions(graceMs) {
+      for (const session of sessions) {
+        if (!session.closed) session.close();
+        const timer = setTimeout(() => session.destroy(), graceMs);
+        timer.unref();
+        session.once('close', () => clearTimeout(timer));
+      }
     },
   };
 }
