@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { anyPack, timestampDate, timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import type { Logger } from 'pino';
 import type { Principal } from '../api/auth-types.js';
 import { LINK_EVENT_TYPE, resolveLink } from '../api/streams/link-resolution.js';
@@ -130,6 +130,8 @@ export function streamsService(deps: StreamsServiceDeps): Implementation {
     async *batchAppend(requests, context): AsyncGenerator<BatchAppendResp> {
       let principal: Principal | undefined;
       try {
+        // A follower serves no writes: the whole call answers NotLeader, which the clients follow.
+        guard.checkLeader(context.requestHeader, true);
         principal = await guard.principal(context.requestHeader);
       } catch (err) {
         throw toConnectError(err) ?? err;
@@ -464,14 +466,15 @@ async function* batchAppend(
   let inputEnded = false;
   let inputError: unknown;
   let slot: (() => void) | undefined;
-  const publish = (response: BatchAppendResp): void => {
-    done.push(response);
+  const publish = (response: BatchAppendResp | ConnectError): void => {
+    if (response instanceof ConnectError) inputError ??= response;
+    else done.push(response);
     inFlight -= 1;
     slot?.();
     wake?.();
   };
 
-  const finish = async (batch: PendingBatch): Promise<BatchAppendResp> => {
+  const finish = async (batch: PendingBatch): Promise<BatchAppendResp | ConnectError> => {
     const base = {
       correlationId: batch.correlationId,
       streamIdentifier: streamIdentifierToWire(batch.stream),
@@ -480,7 +483,13 @@ async function* batchAppend(
     const fail = (status: Status): BatchAppendResp => create(BatchAppendRespSchema, { ...base, result: { case: 'error', value: status } });
     if (batch.failure !== undefined) return fail(batch.failure);
     try {
-      guard.checkLeader(context.requestHeader, true);
+      // Leadership lost while the stream is open: the call ends with NotLeader (no Status form for it).
+      try {
+        guard.checkLeader(context.requestHeader, true);
+      } catch (err) {
+        if (err instanceof ConnectError) return err;
+        throw err;
+      }
       if (!(await guard.canAccess(principal, batch.stream, 'w'))) return fail(rpcStatus(RpcCode.PERMISSION_DENIED, 'Access Denied', AccessDeniedSchema, create(AccessDeniedSchema)));
       if (batch.deadline !== undefined && batch.deadline.getTime() < Date.now())
         return fail(rpcStatus(RpcCode.DEADLINE_EXCEEDED, 'Timeout', TimeoutSchema, create(TimeoutSchema)));
