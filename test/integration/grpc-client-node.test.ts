@@ -7,6 +7,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
+import tls from 'node:tls';
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -189,11 +191,13 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
   let node: NodeProcess;
   let caPath: string;
   let caPem: string;
+  let ca: ReturnType<typeof createCa>;
+  let cert: ReturnType<typeof issueNodeCertificate>;
   const connect = (user: string): KurrentDBClient =>
     KurrentDBClient.connectionString(`kurrentdb://${user}@localhost:${node.port}?tls=true&tlsCAFile=${encodeURIComponent(caPath)}`);
   beforeAll(async () => {
-    const ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
-    const cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
+    ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
+    cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
     const roots = join(dir.path, 'roots');
     mkdirSync(roots);
     copyFileSync(ca.certPath, join(roots, 'ca.crt'));
@@ -260,6 +264,33 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
       expect(types(await collect(admin.readStream('secret-1')))).toEqual(['Secret']);
     } finally {
       await ops.dispose();
+      await admin.dispose();
+    }
+  });
+
+  it('a certificate reload (SIGHUP) covers new HTTP/2 connections: gRPC clients get the new certificate', async () => {
+    const h2Fingerprint = (): Promise<string> => new Promise((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port: node.port, servername: 'localhost', ca: caPem, ALPNProtocols: ['h2'] }, () => {
+        const fingerprint = socket.alpnProtocol === 'h2' ? socket.getPeerCertificate().fingerprint256 : `alpn ${String(socket.alpnProtocol)}`;
+        socket.destroy();
+        resolve(fingerprint);
+      });
+      socket.once('error', reject);
+    });
+    const before = await h2Fingerprint();
+    const renewed = issueNodeCertificate(join(dir.path, 'node-renewed'), 'node', ca);
+    copyFileSync(renewed.certPath, cert.certPath);
+    copyFileSync(renewed.keyPath, cert.keyPath);
+    const mark = node.output.length;
+    node.child.kill('SIGHUP');
+    await until(() => node.output.slice(mark).some((line) => line.includes('certificates reloaded')));
+    const after = await h2Fingerprint();
+    expect(after).not.toBe(before);
+    expect(after).toBe(new X509Certificate(renewed.certPem).fingerprint256);
+    const admin = connect('admin:changeit');
+    try {
+      await expect(admin.appendToStream('tls-after-reload', jsonEvent({ type: 'R', data: {} }))).resolves.toMatchObject({ success: true });
+    } finally {
       await admin.dispose();
     }
   });
