@@ -8,11 +8,11 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import tls from 'node:tls';
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BACKWARDS, END, FORWARDS, KurrentDBClient, NO_STREAM, STREAM_EXISTS, ANY, START, jsonEvent, streamNameFilter,
+  BACKWARDS, END, FORWARDS, KurrentDBClient, binaryEvent, NO_STREAM, STREAM_EXISTS, ANY, START, jsonEvent, streamNameFilter,
   type ResolvedEvent,
 } from '@kurrent/kurrentdb-client';
 
@@ -250,18 +250,29 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
   it('a stream ACL denies another user reads and writes, through Append and BatchAppend alike', async () => {
     const admin = connect('admin:changeit');
     const ops = connect('ops:changeit');
+    // Names of their own per attempt (the integration tier retries a failed test once).
+    const secret = `secret-${randomUUID()}`;
+    const links = `open-links-${randomUUID()}`;
     try {
-      await admin.appendToStream('secret-1', jsonEvent({ type: 'Secret', data: { s: 1 } }));
-      await admin.setStreamMetadata('secret-1', { acl: { readRoles: ['$admins'], writeRoles: ['$admins'], metaReadRoles: ['$admins'] } });
-      const read = await errorOf(() => collect(ops.readStream('secret-1')));
+      await admin.appendToStream(secret, jsonEvent({ type: 'Secret', data: { s: 1 } }));
+      await admin.setStreamMetadata(secret, { acl: { readRoles: ['$admins'], writeRoles: ['$admins'], metaReadRoles: ['$admins'] } });
+      const read = await errorOf(() => collect(ops.readStream(secret)));
       expect(read.type).toBe('access-denied');
-      const batch = await errorOf(() => ops.appendToStream('secret-1', jsonEvent({ type: 'Intruder', data: {} })));
+      const batch = await errorOf(() => ops.appendToStream(secret, jsonEvent({ type: 'Intruder', data: {} })));
       expect(batch.type).toBe('access-denied');
-      const append = await errorOf(() => ops.appendToStream('secret-1', jsonEvent({ type: 'Intruder', data: {} }), { credentials: { username: 'ops', password: 'changeit' } }));
+      const append = await errorOf(() => ops.appendToStream(secret, jsonEvent({ type: 'Intruder', data: {} }), { credentials: { username: 'ops', password: 'changeit' } }));
       expect(append.type).toBe('access-denied');
-      const meta = await errorOf(() => ops.getStreamMetadata('secret-1'));
+      const meta = await errorOf(() => ops.getStreamMetadata(secret));
       expect(meta.type).toBe('access-denied');
-      expect(types(await collect(admin.readStream('secret-1')))).toEqual(['Secret']);
+      expect(types(await collect(admin.readStream(secret)))).toEqual(['Secret']);
+      // A link to the protected event, in a stream ops may read: resolving it shows ops no target.
+      await admin.appendToStream(links, binaryEvent({ type: '$>', data: Buffer.from(`0@${secret}`) }));
+      const viaOps = await collect(ops.readStream(links, { resolveLinkTos: true }));
+      expect(viaOps).toHaveLength(1);
+      expect(viaOps[0]!.event).toBeUndefined();
+      expect(viaOps[0]!.link).toMatchObject({ type: '$>', streamId: links });
+      const viaAdmin = await collect(admin.readStream(links, { resolveLinkTos: true }));
+      expect(viaAdmin[0]!.event?.type).toBe('Secret');
     } finally {
       await ops.dispose();
       await admin.dispose();

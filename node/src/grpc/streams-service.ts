@@ -59,7 +59,8 @@ export function streamsService(deps: StreamsServiceDeps): Implementation {
         guard.checkLeader(context.requestHeader, false);
         const principal = await guard.principal(context.requestHeader);
         const structuredUuid = options.uuidOption?.content.case === 'structured';
-        const reader = new EventWriter(db, options.resolveLinks, structuredUuid);
+        // A link's target is shown only to a caller who may read the target's stream.
+        const reader = new EventWriter(db, options.resolveLinks, structuredUuid, (stream) => guard.canAccess(principal, stream, 'r'));
         if (options.streamOption.case === 'stream') {
           const stream = streamNameFromWire(options.streamOption.value.streamIdentifier);
           await guard.authorize(principal, stream, 'r');
@@ -206,7 +207,12 @@ async function deleteStream(
 
 /** Turns engine events into ReadResp events, resolving links when asked. */
 class EventWriter {
-  constructor(private readonly db: EventDb, private readonly resolveLinks: boolean, private readonly structuredUuid: boolean) {}
+  constructor(
+    private readonly db: EventDb,
+    private readonly resolveLinks: boolean,
+    private readonly structuredUuid: boolean,
+    private readonly canRead: (stream: string) => Promise<boolean>,
+  ) {}
 
   async toResponse(event: RecordedEvent): Promise<ReadResp> {
     let recorded = event;
@@ -216,7 +222,7 @@ class EventWriter {
       const item = await resolveLink(this.db, event);
       if ('kind' in item) {
         link = item.link;
-        if (item.target === undefined) unresolved = true;
+        if (item.target === undefined || !(await this.canRead(item.target.stream))) unresolved = true;
         else recorded = item.target;
       }
     }
