@@ -23,7 +23,7 @@ build: deps ## compile TypeScript to dist/
 	npx tsc -p tsconfig.json
 
 proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
-	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate --template node/proto/buf.gen.yaml
 
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
