@@ -657,10 +657,20 @@ export class ClusterNode implements WriteRouter {
   private async completeResignation(): Promise<void> {
     const storage = this.deps.host.storage;
     await storage.stopLeading(notLeader('the leader is resigning'));
-    // Let the replicas catch up, so that another node ranks as high as this one.
-    const deadline = this.nowMs() + Math.max(2000, 2 * this.deps.settings.leaderElectionTimeoutMs);
-    while (this.nowMs() < deadline && this.sessions.progress().some((p) => p.votes && p.position < storage.durablePosition)) {
-      await this.sleep(20);
+    // Let a voting replica catch up, so that another node ranks as high as this one (epoch, then
+    // writer checkpoint, come before "not resigning" in the ranking): with none caught up, this
+    // node would win the election again and the resignation would not move leadership. One such
+    // replica is enough; writes are stopped, so the wait is short unless the machine is starved.
+    const waitMs = Math.max(5000, 5 * this.deps.settings.leaderElectionTimeoutMs);
+    const deadline = this.nowMs() + waitMs;
+    const caughtUp = (): boolean => {
+      const voting = this.sessions.progress().filter((p) => p.votes);
+      return voting.length === 0 || voting.some((p) => p.position >= storage.durablePosition);
+    };
+    while (this.nowMs() < deadline && !caughtUp()) await this.sleep(20);
+    if (!caughtUp()) {
+      this.log.warn({ waitMs, durablePosition: storage.durablePosition, replicas: this.sessions.progress() },
+        'resigning: no voting replica caught up in time; this node may be elected again');
     }
     this.startElections('the leader resigned');
   }
