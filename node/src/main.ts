@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
+import { createNodeMetrics } from './metrics/sources.js';
 import { drainHttp } from './api/http-drain.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
@@ -308,6 +309,7 @@ async function startNode(
         await member?.node.handOverLeadership(SHUTDOWN_HAND_OVER_MS);
         await drainHttp(app, member === undefined ? SHUTDOWN_DRAIN_SINGLE : SHUTDOWN_DRAIN_CLUSTER);
         await app.close();
+        metrics.close();
         await member?.node.stop();
         await projections?.stop();
         await subscriptions.stop();
@@ -325,7 +327,16 @@ async function startNode(
     return stopping;
   };
   const requestShutdown = (): void => void shutdown('admin request');
+  const metrics = createNodeMetrics({
+    version, db, instanceId, clusterSize: config.clusterSize, scavenges, subscriptions,
+    ...(member === undefined ? {} : { member }),
+    ...(autoScavenge === undefined ? {} : { autoScavenge }),
+    ...(projections === undefined ? {} : { projections }),
+    ...(live.tls === undefined ? {} : { tls: live.tls }),
+    ...(config.memDb ? {} : { volumes: { data: config.db, index: config.index } }),
+  });
   const app = buildServer({
+    metrics,
     db,
     security,
     log,
