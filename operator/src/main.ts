@@ -212,7 +212,7 @@ async function main(): Promise<void> {
   const probes = new ProbeServer({
     host: config.probeHost,
     port: config.probePort,
-    registry: metrics.registry,
+    metrics,
     live: () => {
       const silentMs = Date.now() - Math.min(...informers.map((informer) => informer.lastContactAtMs()));
       const synced = informers.every((informer) => informer.hasSynced());
