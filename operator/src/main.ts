@@ -150,6 +150,7 @@ async function main(): Promise<void> {
     defaults: deps.defaults,
     enqueue: (key) => backupController.enqueue(key),
     writtenStatus: new Map(),
+    metrics,
   };
   const scheduleController = new Controller({
     name: 'scavengeschedule',

@@ -45,7 +45,6 @@ export class OperatorMetrics {
   readonly certificateNotAfter = new Gauge({ name: 'eventdb_operator_certificate_not_after_timestamp_seconds', help: 'Expiry (Unix seconds) of the node certificate in each cluster\'s Secret, by namespace and name.', labelNames: ['namespace', 'name'] as const, registers: this.#registers });
   readonly backupLastSuccess = new Gauge({ name: 'eventdb_operator_backup_last_success_timestamp_seconds', help: 'When the last completed Backup of each cluster finished (Unix seconds), by namespace and cluster.', labelNames: ['namespace', 'cluster'] as const, registers: this.#registers });
   readonly backupLastFailure = new Gauge({ name: 'eventdb_operator_backup_last_failure_timestamp_seconds', help: 'When the last failed Backup of each cluster failed (Unix seconds), by namespace and cluster.', labelNames: ['namespace', 'cluster'] as const, registers: this.#registers });
-  readonly backupLastSize = new Gauge({ name: 'eventdb_operator_backup_last_size_bytes', help: 'Size of the last completed Backup of each cluster, by namespace and cluster.', labelNames: ['namespace', 'cluster'] as const, registers: this.#registers });
   readonly backupSeconds = new Histogram({ name: 'eventdb_operator_backup_duration_seconds', help: 'Duration of finished Backups, by result (Completed, Failed).', labelNames: ['result'] as const, buckets: BACKUP_BUCKETS_SECONDS, registers: this.#registers });
   readonly backups = new Counter({ name: 'eventdb_operator_backups_total', help: 'Backups finished since this process leads, by namespace, cluster and result (Completed, Failed).', labelNames: ['namespace', 'cluster', 'result'] as const, registers: this.#registers });
   readonly scavengeCycles = new Counter({ name: 'eventdb_operator_scavenge_cycles_total', help: 'ScavengeSchedule cycles finished since this process leads, by namespace, schedule and result.', labelNames: ['namespace', 'schedule', 'result'] as const, registers: this.#registers });
@@ -89,7 +88,7 @@ export class OperatorMetrics {
     for (const gauge of [this.clusterReadyNodes, this.clusterDesiredNodes, this.certificateRotationSeconds, this.certificateNotAfter]) gauge.remove(cluster);
     this.certificateRotations.remove(cluster);
     const byCluster = { namespace: cluster.namespace, cluster: cluster.name };
-    for (const gauge of [this.backupLastSuccess, this.backupLastFailure, this.backupLastSize]) gauge.remove(byCluster);
+    for (const gauge of [this.backupLastSuccess, this.backupLastFailure]) gauge.remove(byCluster);
     for (const result of ['Completed', 'Failed']) this.backups.remove({ ...byCluster, result });
   }
 
