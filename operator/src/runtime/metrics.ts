@@ -47,8 +47,6 @@ export class OperatorMetrics {
   readonly backupLastFailure = new Gauge({ name: 'eventdb_operator_backup_last_failure_timestamp_seconds', help: 'When the last failed Backup of each cluster failed (Unix seconds), by namespace and cluster.', labelNames: ['namespace', 'cluster'] as const, registers: this.#registers });
   readonly backupSeconds = new Histogram({ name: 'eventdb_operator_backup_duration_seconds', help: 'Duration of finished Backups, by result (Completed, Failed).', labelNames: ['result'] as const, buckets: BACKUP_BUCKETS_SECONDS, registers: this.#registers });
   readonly backups = new Counter({ name: 'eventdb_operator_backups_total', help: 'Backups finished since this process leads, by namespace, cluster and result (Completed, Failed).', labelNames: ['namespace', 'cluster', 'result'] as const, registers: this.#registers });
-  readonly scavengeCycles = new Counter({ name: 'eventdb_operator_scavenge_cycles_total', help: 'ScavengeSchedule cycles finished since this process leads, by namespace, schedule and result.', labelNames: ['namespace', 'schedule', 'result'] as const, registers: this.#registers });
-  readonly scavengeLastCycle = new Gauge({ name: 'eventdb_operator_scavenge_last_cycle_timestamp_seconds', help: 'When the last cycle of each ScavengeSchedule finished (Unix seconds), by namespace, schedule and result.', labelNames: ['namespace', 'schedule', 'result'] as const, registers: this.#registers });
 
   /** The cluster's phase: 1 for it, 0 for the others. */
   setClusterPhase(cluster: ClusterKey, phase: string): void {
@@ -90,14 +88,6 @@ export class OperatorMetrics {
     const byCluster = { namespace: cluster.namespace, cluster: cluster.name };
     for (const gauge of [this.backupLastSuccess, this.backupLastFailure]) gauge.remove(byCluster);
     for (const result of ['Completed', 'Failed']) this.backups.remove({ ...byCluster, result });
-  }
-
-  /** A deleted ScavengeSchedule: its series go. */
-  forgetSchedule(schedule: { readonly namespace: string; readonly name: string }, results: readonly string[]): void {
-    for (const result of results) {
-      this.scavengeCycles.remove({ namespace: schedule.namespace, schedule: schedule.name, result });
-      this.scavengeLastCycle.remove({ namespace: schedule.namespace, schedule: schedule.name, result });
-    }
   }
 
   /** The Prometheus text format (or OpenMetrics). */
