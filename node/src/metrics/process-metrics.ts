@@ -14,6 +14,11 @@ export function processMetricsRegistry(): Registry {
     processRegistry = new Registry();
     // 10 ms event-loop delay resolution (the default); GC durations in few buckets
     collectDefaultMetrics({ register: processRegistry, prefix: 'eventdb_', gcDurationBuckets: [0.001, 0.01, 0.1, 1] });
+    // prom-client also reports these three gauges under a `_total` name, which Prometheus's lint
+    // (promtool check metrics) rejects for a non-counter; the same figures stay without the suffix.
+    for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) {
+      processRegistry.removeSingleMetric(`eventdb_nodejs_${name}`);
+    }
   }
   return processRegistry;
 }
