@@ -3,7 +3,7 @@
 #   operator/deploy/namespace.yaml   the operator's namespace (eventdb-system)
 #   operator/deploy/operator.yaml    service account, RBAC, Deployment (2 replicas), metrics Service, PDB
 #   operator/install.yaml                  all of it plus the CRDs, for one `kubectl apply -f install.yaml`
-#   operator/deploy/monitoring.yaml  PodMonitors and PrometheusRule (needs the Prometheus Operator's CRDs; not in install.yaml)
+#   operator/deploy/monitoring.yaml  PodMonitors, PrometheusRule (need the Prometheus Operator's CRDs; not in install.yaml), dashboard ConfigMaps
 # Usage: render-manifests.sh [--check]   (--check: fail if the committed files differ)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -30,7 +30,7 @@ trap 'rm -rf "$out"' EXIT
   echo "$header"
   echo "# Prometheus Operator objects: kubectl apply -f operator/deploy/monitoring.yaml (nodes' basic auth: a Secret eventdb-metrics in $namespace)"
   "$helm" template eventdb-operator "$repo/charts/eventdb-operator" --namespace "$namespace" --set crds.install=false \
-    --set monitoring.podMonitors.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.nodes.basicAuthSecret.name=eventdb-metrics \
+    --set monitoring.podMonitors.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.grafanaDashboards.enabled=true --set monitoring.nodes.basicAuthSecret.name=eventdb-metrics \
     --show-only templates/monitoring.yaml \
     | sed -e '/^# Source: /d' -e '/helm.sh\/chart:/d' -e 's/app.kubernetes.io\/managed-by: Helm/app.kubernetes.io\/managed-by: kubectl/'
 } >"$out/monitoring.yaml"
