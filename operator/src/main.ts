@@ -172,6 +172,7 @@ async function main(): Promise<void> {
     clock: systemClock,
     defaults: deps.defaults,
     writtenStatus: new Map(),
+    metrics,
   };
   const enqueueSchedulesOf = (namespace: string | undefined, cluster: string): void => {
     for (const schedule of schedules.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {

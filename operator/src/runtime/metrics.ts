@@ -48,6 +48,10 @@ export class OperatorMetrics {
   readonly backupSeconds = new Histogram({ name: 'eventdb_operator_backup_duration_seconds', help: 'Duration of finished Backups, by result (Completed, Failed).', labelNames: ['result'] as const, buckets: BACKUP_BUCKETS_SECONDS, registers: this.#registers });
   readonly backups = new Counter({ name: 'eventdb_operator_backups_total', help: 'Backups finished since this process leads, by namespace, cluster and result (Completed, Failed).', labelNames: ['namespace', 'cluster', 'result'] as const, registers: this.#registers });
 
+  readonly scavengeCycles = new Counter({ name: 'eventdb_operator_scavenge_cycles_total', help: 'ScavengeSchedule cycles this process finished, by namespace, schedule and result (Success, Failed).', labelNames: ['namespace', 'schedule', 'result'] as const, registers: this.#registers });
+  readonly scavengeCycleSeconds = new Histogram({ name: 'eventdb_operator_scavenge_cycle_duration_seconds', help: 'Duration of finished ScavengeSchedule cycles, by result.', labelNames: ['result'] as const, buckets: BACKUP_BUCKETS_SECONDS, registers: this.#registers });
+  readonly scavengeLastCycle = new Gauge({ name: 'eventdb_operator_scavenge_last_cycle_timestamp_seconds', help: 'When the last cycle of each result of each ScavengeSchedule finished (Unix seconds, from status.history), by namespace, schedule and result.', labelNames: ['namespace', 'schedule', 'result'] as const, registers: this.#registers });
+
   /** The cluster's phase: 1 for it, 0 for the others. */
   setClusterPhase(cluster: ClusterKey, phase: string): void {
     for (const candidate of CLUSTER_PHASES) this.clusterPhase.set({ ...cluster, phase: candidate }, candidate === phase ? 1 : 0);
