@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
+import { createNodeMetrics } from './metrics/sources.js';
 import { createGrpcApi } from './grpc/grpc-api.js';
 import { drainHttp } from './api/http-drain.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
@@ -310,6 +311,7 @@ async function startNode(
         await member?.node.handOverLeadership(SHUTDOWN_HAND_OVER_MS);
         await drainHttp(app, member === undefined ? SHUTDOWN_DRAIN_SINGLE : SHUTDOWN_DRAIN_CLUSTER);
         await app.close();
+        metrics.close();
         await member?.node.stop();
         await projections?.stop();
         await subscriptions.stop();
@@ -327,6 +329,14 @@ async function startNode(
     return stopping;
   };
   const requestShutdown = (): void => void shutdown('admin request');
+  const metrics = createNodeMetrics({
+    version, db, instanceId, clusterSize: config.clusterSize, scavenges, subscriptions,
+    ...(member === undefined ? {} : { member }),
+    ...(autoScavenge === undefined ? {} : { autoScavenge }),
+    ...(projections === undefined ? {} : { projections }),
+    ...(live.tls === undefined ? {} : { tls: live.tls }),
+    ...(config.memDb ? {} : { volumes: { data: config.db, index: config.index } }),
+  });
   const grpcInsecure = config.insecure || config.dev;
   const grpc = createGrpcApi({
     db,
@@ -358,6 +368,7 @@ async function startNode(
     },
   });
   const app = buildServer({
+    metrics,
     grpc,
     db,
     security,

@@ -150,6 +150,7 @@ async function main(): Promise<void> {
     defaults: deps.defaults,
     enqueue: (key) => backupController.enqueue(key),
     writtenStatus: new Map(),
+    metrics,
   };
   const scheduleController = new Controller({
     name: 'scavengeschedule',
@@ -171,6 +172,7 @@ async function main(): Promise<void> {
     clock: systemClock,
     defaults: deps.defaults,
     writtenStatus: new Map(),
+    metrics,
   };
   const enqueueSchedulesOf = (namespace: string | undefined, cluster: string): void => {
     for (const schedule of schedules.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
@@ -212,7 +214,7 @@ async function main(): Promise<void> {
   const probes = new ProbeServer({
     host: config.probeHost,
     port: config.probePort,
-    registry: metrics.registry,
+    metrics,
     live: () => {
       const silentMs = Date.now() - Math.min(...informers.map((informer) => informer.lastContactAtMs()));
       const synced = informers.every((informer) => informer.hasSynced());

@@ -86,6 +86,14 @@ export async function run(): Promise<BenchSection> {
       });
     }
   }
+  const unscraped = eventdb.results.single;
+  if (eventdb.scraped !== undefined && unscraped !== undefined) {
+    metrics.push({ name: 'EventDB append 1 event/request, 64 conns, /metrics scraped every 1 s: throughput', value: eventsPerSecond(eventdb.scraped), unit: 'events/s' });
+    metrics.push({ name: 'EventDB append 1 event/request, 64 conns, /metrics scraped every 1 s: p99 latency', value: eventdb.scraped.latencyP99Ms, unit: 'ms', lowerIsBetter: true });
+    if (eventsPerSecond(unscraped) > 0) {
+      metrics.push({ name: 'EventDB single appends scraped every 1 s / not scraped', value: round(eventsPerSecond(eventdb.scraped) / eventsPerSecond(unscraped)), unit: 'x' });
+    }
+  }
   metrics.push({
     name: 'EventDB node peak RSS (VmHWM)',
     value: round(eventdb.peakRssBytes / 1024 / 1024),
@@ -123,7 +131,7 @@ function workloadMetrics(prefix: string, result: MeasuredResult, target?: number
   return metrics;
 }
 
-async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssBytes: number }> {
+async function runEventDb(notes: string[]): Promise<{ results: Results; scraped: Awaited<ReturnType<typeof runWorker>> | undefined; peakRssBytes: number }> {
   const dir = mkdtempSync(join(process.env['BENCH_DIR'] ?? tmpdir(), 'eventdb-bench-node-'));
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -154,8 +162,28 @@ async function runEventDb(notes: string[]): Promise<{ results: Results; peakRssB
               payloadBytes: PAYLOAD_BYTES,
             },
     );
+    // The single-event appends again on the same node, with GET /metrics every second (as a
+    // Prometheus scraping at 1 s would): what the metrics cost the write path.
+    const single = PLANS.find((plan) => plan.key === 'single');
+    let scraped: Awaited<ReturnType<typeof runWorker>> | undefined;
+    if (single !== undefined) {
+      let scrapes = 0;
+      let scrapeFailures = 0;
+      const timer = setInterval(() => {
+        fetch(`${origin}/metrics`, { headers: { authorization: ADMIN_AUTHORIZATION } })
+          .then(async (response) => { await response.text(); if (response.ok) scrapes++; else scrapeFailures++; })
+          .catch(() => { scrapeFailures++; });
+      }, 1000);
+      try {
+        scraped = await runWorker({ kind: 'http-append', ...http, ...common(single), eventsPerRequest: single.eventsPerRequest, streamPrefix: `bench-scraped-${Date.now()}`, payloadBytes: PAYLOAD_BYTES });
+      } finally {
+        clearInterval(timer);
+      }
+      notes.push(`single appends with /metrics scraped every 1 s (after the unscraped run, same node): ${scrapes} scrapes, ${scrapeFailures} failed`);
+      process.stderr.write(`  EventDB ${single.label}, /metrics every 1 s: ${eventsPerSecond(scraped)} events/s, p99 ${scraped.latencyP99Ms} ms\n`);
+    }
     notes.push(...(await nodeStatsNotes(origin)));
-    return { results, peakRssBytes: rss.stop() };
+    return { results, scraped, peakRssBytes: rss.stop() };
   } finally {
     rss.stop();
     await stopNode(node);

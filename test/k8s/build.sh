@@ -12,6 +12,7 @@
 #   cni          the CNI plugins the node's pod network uses (ptp, host-local, loopback, portmap)
 #   csi          csi-provisioner, csi-snapshotter, snapshot-controller (+ the VolumeSnapshot CRDs)
 #   tools        our own programs from test/k8s/go (pause, the CSI hostpath driver), cached by source hash
+#   prometheus   prometheus and promtool (the chart's alert rules are checked and unit-tested with promtool)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=versions.env
@@ -39,6 +40,7 @@ version_of() {
     cni) echo "$CNI_PLUGINS_VERSION" ;;
     csi) echo "provisioner-${CSI_PROVISIONER_VERSION}_snapshotter-${CSI_SNAPSHOTTER_VERSION}" ;;
     tools) echo "src-$(tools_hash)" ;;
+    prometheus) echo "$PROMETHEUS_VERSION" ;;
     *) die "unknown component $1" ;;
   esac
 }
@@ -214,6 +216,14 @@ build_tools() {
   (cd "$here/go" && go build -p "$par" -ldflags "-s -w -X main.version=$(version_of tools)" -o "$out/" ./cmd/...)
 }
 
+build_prometheus() {
+  local d="$1" out="$2" m=github.com/prometheus/prometheus
+  # the Go module v0.3XX.Y is the release v3.XX.Y; the web UI's assets are not in the module (the API is)
+  (cd "$d" && GOFLAGS="-trimpath -buildvcs=false" GOBIN="$out" go install -p "$par" \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" \
+    "$m/cmd/promtool@$PROMETHEUS_VERSION" "$m/cmd/prometheus@$PROMETHEUS_VERSION")
+}
+
 build_one() {
   local name="$1" d out t0
   d="$(dir_of "$name")"
@@ -234,7 +244,7 @@ build_one() {
   exec 9>&-
 }
 
-all=(kubernetes etcd helm kind containerd crictl coredns cni csi tools)
+all=(kubernetes etcd helm kind containerd crictl coredns cni csi tools prometheus)
 if [[ "${1:-}" == --dir ]]; then echo "$(dir_of "$2")/bin"; exit 0; fi
 comps=("$@"); ((${#comps[@]})) || comps=("${all[@]}")
 for c in "${comps[@]}"; do build_one "$c"; echo "$c $(dir_of "$c")/bin"; done

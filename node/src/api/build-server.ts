@@ -27,6 +27,8 @@ import { registerAutoScavengeRoutes } from './routes/auto-scavenge.js';
 import type { AutoScavengeService } from '../auto-scavenge/service.js';
 import type { Authorizer } from './auth-types.js';
 import { registerStatsRoutes } from './routes/stats.js';
+import { registerMetricsRoutes } from './routes/metrics.js';
+import type { NodeMetrics } from '../metrics/node-metrics.js';
 import type { StatsTree } from './routes/stats-sampler.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
@@ -78,6 +80,8 @@ export interface BuildServerDeps {
   readonly lastReload?: () => LastReload | undefined;
   /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
   readonly projections?: ProjectionsSubsystem;
+  /** Prometheus metrics (GET /metrics, and the stream routes' latencies); that route is absent without it. */
+  readonly metrics?: NodeMetrics;
   /**
    * The gRPC API (grpc/): HTTP/2 requests whose content-type is `application/grpc…` go there;
    * every other HTTP/2 request, and every HTTP/1.1 one, to the HTTP API. Without it, HTTP/2
@@ -179,6 +183,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
       tls: (host) => peerTls.clientConnectOptions(host) as https.RequestOptions,
     });
   }
+  // before the stream routes: its onResponse hook times their answers
+  if (deps.metrics !== undefined) registerMetricsRoutes(app, { security: deps.security, metrics: deps.metrics });
   void registerStreamsRoutes(app, {
     closing: closing.signal,
     db: deps.db,

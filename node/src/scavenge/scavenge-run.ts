@@ -44,6 +44,11 @@ export class ScavengeRun implements ScavengeListener {
     this.log = options.log.child({ scavengeId: options.scavengeId });
   }
 
+  /** The last chunk number scavenged so far in this run (its progress, for /metrics). */
+  get chunksScavengedUpTo(): number {
+    return this.maxChunkScavenged;
+  }
+
   async started(info: ListenerInfo<'started'>): Promise<void> {
     const point = info.scavengePoint;
     if (point !== undefined) this.log = this.log.child({ scavengePoint: `SP-${point.number}` });

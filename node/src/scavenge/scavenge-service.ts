@@ -38,6 +38,17 @@ export type StopScavengeResult =
   | { readonly kind: 'stopped'; readonly scavengeId: string }
   | { readonly kind: 'not-found' };
 
+/** What /metrics reports of this node's scavenges (ScavengeService.figures). */
+export interface ScavengeFigures {
+  /** The running scavenge: its id, when this process started it, and the last chunk scavenged so far. */
+  readonly running: { readonly scavengeId: string; readonly startedAtMs: number; readonly chunksScavengedUpTo: number } | undefined;
+  readonly last: LastScavenge;
+  /** Runs this process finished, by result (Success, Stopped, Errored, Interrupted). */
+  readonly finishedByResult: ReadonlyMap<string, number>;
+  /** When the last run this process finished ended (ms since the epoch), by result. */
+  readonly lastFinishedAtMs: ReadonlyMap<string, number>;
+}
+
 export interface LastScavenge {
   /** Undefined when no scavenge ran since the node started. */
   readonly scavengeId: string | undefined;
@@ -70,6 +81,7 @@ export const CURRENT_SCAVENGE = 'current';
 interface ActiveRun {
   readonly run: ScavengeRun;
   readonly handle: ScavengeHandle;
+  readonly startedAtMs: number;
   /** Resolves after the run ended, its history is written and `last` is updated. */
   readonly settled: Promise<void>;
 }
@@ -96,6 +108,8 @@ export class ScavengeService {
   private lastScavengeId: string | undefined;
   private lastResult: LastScavengeResult = 'Unknown';
   private initialised: Promise<void> | undefined;
+  private readonly finishedByResult = new Map<string, number>();
+  private readonly lastFinishedAtMs = new Map<string, number>();
 
   constructor(options: ScavengeServiceOptions) {
     this.db = options.db;
@@ -161,7 +175,7 @@ export class ScavengeService {
     this.lastScavengeId = scavengeId;
     this.lastResult = 'InProgress';
     const settled = this.settle(run, handle);
-    this.active = { run, handle, settled };
+    this.active = { run, handle, settled, startedAtMs: Date.now() };
     this.log.info({ scavengeId, ...params }, 'scavenge requested');
     return { kind: 'started', scavengeId };
   }
@@ -228,6 +242,19 @@ export class ScavengeService {
     return { scavengeId: this.lastScavengeId, result: this.lastResult };
   }
 
+  /** Counts and the current run's progress, read at scrape time (metrics). */
+  figures(): ScavengeFigures {
+    const active = this.active;
+    return {
+      running: active === undefined ? undefined : {
+        scavengeId: active.run.scavengeId, startedAtMs: active.startedAtMs, chunksScavengedUpTo: active.run.chunksScavengedUpTo,
+      },
+      last: this.last(),
+      finishedByResult: this.finishedByResult,
+      lastFinishedAtMs: this.lastFinishedAtMs,
+    };
+  }
+
   /** Node shutdown: stops a running scavenge and waits for its history. */
   async close(): Promise<void> {
     if (this.active !== undefined) await this.stop(CURRENT_SCAVENGE);
@@ -243,6 +270,8 @@ export class ScavengeService {
     });
     await run.finish(outcome);
     this.finished.set(run.scavengeId, outcome.result);
+    this.finishedByResult.set(outcome.result, (this.finishedByResult.get(outcome.result) ?? 0) + 1);
+    this.lastFinishedAtMs.set(outcome.result, Date.now());
     for (const oldest of this.finished.keys()) {
       if (this.finished.size <= FINISHED_RUNS_KEPT) break;
       this.finished.delete(oldest);

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from './clock.js';
 import { Controller, TerminalError, type ReconcileContext, type ReconcileResult } from './controller.js';
-import { OperatorMetrics } from './metrics.js';
+import { OperatorMetrics, valueOf } from './metrics.js';
 
 const log = pino({ level: 'silent' });
 
@@ -21,14 +21,16 @@ function setUp(reconcile: (context: ReconcileContext) => Promise<ReconcileResult
 describe('Controller', () => {
   it('reconciles a key with its namespace and name, and counts it', async () => {
     const seen: string[] = [];
-    const { controller, metrics } = setUp(async ({ namespace, name }) => {
+    const { controller, metrics, clock } = setUp(async ({ namespace, name }) => {
       seen.push(`${namespace}|${name}`);
       return {};
     });
     controller.enqueue('ns/a');
     await settle();
     expect(seen).toEqual(['ns|a']);
-    expect(metrics.reconciles.get({ controller: 'test', result: 'success' })).toBe(1);
+    expect(await valueOf(metrics.reconciles, { controller: 'test', result: 'success' })).toBe(1);
+    expect(await valueOf(metrics.lastReconcileTimestamp, { controller: 'test', result: 'success' })).toBe(clock.nowMs() / 1000);
+    expect(await valueOf(metrics.lastReconcileTimestamp, { controller: 'test', result: 'error' })).toBeUndefined();
     await controller.stop();
   });
 

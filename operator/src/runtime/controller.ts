@@ -107,10 +107,12 @@ export class Controller {
       const result = await this.#options.reconcile({ key, namespace, name, log, reconcileId });
       this.queue.forget(key);
       metrics.reconciles.inc({ ...labels, result: result.requeueAfterMs === undefined ? 'success' : 'requeue' });
+      metrics.lastReconcileTimestamp.set({ ...labels, result: 'success' }, clock.nowMs() / 1000);
       if (result.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
     } catch (err: unknown) {
       metrics.reconcileErrors.inc(labels);
       metrics.reconciles.inc({ ...labels, result: 'error' });
+      metrics.lastReconcileTimestamp.set({ ...labels, result: 'error' }, clock.nowMs() / 1000);
       if (err instanceof TerminalError) {
         this.queue.forget(key);
         log.error({ err, errorCode: err.code }, 'reconcile failed; not retried until the object changes');

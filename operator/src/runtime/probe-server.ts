@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { MetricsRegistry } from './metrics.js';
+import type { OperatorMetrics } from './metrics.js';
 
 export interface ProbeResult {
   readonly ok: boolean;
@@ -15,7 +15,8 @@ export interface ProbeResult {
 export interface ProbeServerOptions {
   readonly host: string;
   readonly port: number;
-  readonly registry: MetricsRegistry;
+  /** The operator's metrics (`/metrics`: Prometheus text, or OpenMetrics by Accept). */
+  readonly metrics: Pick<OperatorMetrics, 'render'>;
   readonly live: () => ProbeResult;
   readonly ready: () => ProbeResult;
 }
@@ -49,8 +50,11 @@ export class ProbeServer {
       return;
     }
     if (path === '/metrics') {
-      const body = this.#options.registry.render();
-      response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
+      const openMetrics = /application\/openmetrics-text/i.test(request.headers.accept ?? '');
+      this.#options.metrics.render(openMetrics).then(
+        ({ contentType, body }) => response.writeHead(200, { 'content-type': contentType }).end(request.method === 'HEAD' ? undefined : body),
+        (err: unknown) => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${err instanceof Error ? err.message : String(err)}\n`),
+      );
       return;
     }
     const probe = path === '/healthz' || path === '/livez' ? this.#options.live : path === '/readyz' ? this.#options.ready : undefined;

@@ -2,7 +2,7 @@
 // when the cluster may be held, and what ttl deletes.
 import { describe, expect, it } from 'vitest';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
-import { chooseSource, clusterAvailability, lastGoodBackup, previousFileCopy, retention, type BackupView } from './backup-plan.js';
+import { chooseSource, clusterAvailability, lastBackupTimes, lastGoodBackup, previousFileCopy, retention, type BackupView } from './backup-plan.js';
 
 const members = [
   { pod: 'orders-0', role: 'Follower', alive: true, ready: true, writerCheckpoint: 90 },
@@ -105,5 +105,19 @@ describe('clusterAvailability', () => {
     const held: EventDBClusterStatus = { conditions: [{ ...ready.conditions![0]!, status: 'False', reason: 'Backup' }], operation: { id: 'b1', kind: 'Backup', step: 'stop', startedAt: '' } };
     expect(clusterAvailability(held, 'b1', 'b1')).toEqual({ ok: true });
     expect(clusterAvailability(held, undefined, 'b2')).toMatchObject({ ok: false, reason: 'WaitingForOperation' });
+  });
+});
+
+describe('lastBackupTimes', () => {
+  it('takes the latest completed and failed backup of the cluster only', () => {
+    const views = [
+      { name: 'a', cluster: 'orders', method: 'FileCopy' as const, phase: 'Completed', completedAt: '2026-01-01T00:00:00Z' },
+      { name: 'b', cluster: 'orders', method: 'FileCopy' as const, phase: 'Completed', completedAt: '2026-01-02T00:00:00Z' },
+      { name: 'c', cluster: 'orders', method: 'FileCopy' as const, phase: 'Failed', completedAt: '2026-01-03T00:00:00Z' },
+      { name: 'd', cluster: 'orders', method: 'FileCopy' as const, phase: 'Running' },
+      { name: 'e', cluster: 'other', method: 'FileCopy' as const, phase: 'Completed', completedAt: '2026-02-01T00:00:00Z' },
+    ];
+    expect(lastBackupTimes(views, 'orders')).toEqual({ lastSuccessMs: Date.parse('2026-01-02T00:00:00Z'), lastFailureMs: Date.parse('2026-01-03T00:00:00Z') });
+    expect(lastBackupTimes(views, 'none')).toEqual({});
   });
 });

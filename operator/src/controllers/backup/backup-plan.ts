@@ -53,6 +53,20 @@ export function chooseSource(members: readonly SourceMember[], node: string, pre
   return pick(named);
 }
 
+/** When the last completed and the last failed Backup of a cluster finished (ms since the epoch), for the metrics. */
+export function lastBackupTimes(views: readonly BackupView[], cluster: string): { readonly lastSuccessMs?: number; readonly lastFailureMs?: number } {
+  let lastSuccessMs: number | undefined;
+  let lastFailureMs: number | undefined;
+  for (const view of views) {
+    if (view.cluster !== cluster || view.completedAt === undefined) continue;
+    const atMs = Date.parse(view.completedAt);
+    if (Number.isNaN(atMs)) continue;
+    if (view.phase === 'Completed') lastSuccessMs = Math.max(lastSuccessMs ?? atMs, atMs);
+    if (view.phase === 'Failed') lastFailureMs = Math.max(lastFailureMs ?? atMs, atMs);
+  }
+  return { ...(lastSuccessMs === undefined ? {} : { lastSuccessMs }), ...(lastFailureMs === undefined ? {} : { lastFailureMs }) };
+}
+
 export interface BackupView {
   readonly name: string;
   readonly cluster: string;

@@ -1,6 +1,7 @@
 // The Backup controller's steps against the in-memory KubeApi: the hold handshake with the
 // cluster controller, the file-copy Job, completion and release, ttl. The real thing (snapshots,
 // `eventdb backup`, restores) runs on a kind cluster in test/operator/k8s/backup.test.ts.
+import { OperatorMetrics, valueOf } from '../../runtime/metrics.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/clock.js';
@@ -55,6 +56,7 @@ class Harness {
       defaults: { nodeImage: 'eventdb:dev', dataSize: '1Gi' },
       enqueue: () => undefined,
       writtenStatus: new Map(),
+      metrics: new OperatorMetrics(),
     };
   }
 
@@ -104,6 +106,12 @@ describe('reconcileBackup', () => {
     await harness.reconcile('b1');
     expect(statusOf(harness.backup('b1'))).toMatchObject({ phase: 'Completed' });
     expect(harness.hold()).toBeUndefined();
+    const metrics = harness.deps.metrics as OperatorMetrics;
+    const completedAt = Date.parse(String(statusOf(harness.backup('b1'))['completedAt']));
+    expect(await valueOf(metrics.backupLastSuccess, { namespace: 'shop', cluster: 'orders' })).toBe(completedAt / 1000);
+    expect(await valueOf(metrics.backupLastFailure, { namespace: 'shop', cluster: 'orders' })).toBeUndefined();
+    expect(await valueOf(metrics.backups, { namespace: 'shop', cluster: 'orders', result: 'Completed' })).toBe(1);
+    expect((await metrics.render()).body).toMatch(/^eventdb_operator_backup_duration_seconds_count\{result="Completed"\} 1$/m);
     // A reconcile on a cache that has not seen the completion yet must not hold the cluster again.
     const lagging = { get: () => running, list: () => [running] } as unknown as InformerSet;
     await reconcileBackup({ ...harness.deps, backups: lagging }, { key: 'shop/b1', namespace: 'shop', name: 'b1', log, reconcileId: 'r' });

@@ -13,6 +13,7 @@
  *   file-copy        a Job runs `eventdb backup` over the node's files on its host (full, or
  *                    differential against the previous backup in the claim); Completed when done
  */
+import type { OperatorMetrics } from '../../runtime/metrics.js';
 import type { Logger } from 'pino';
 import { BackupSpec, type Backup } from '../../api/backup.js';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
@@ -45,7 +46,7 @@ import { indexClaimName } from '../../resources/names.js';
 import { trustedCaSecretName } from '../../resources/node-settings.js';
 import { containerServesTls, nodeContainerEnv } from '../../resources/pod.js';
 import { canonicalJson } from '../../resources/revision.js';
-import { backupView, chooseSource, clusterAvailability, previousFileCopy, retention, type BackupView } from './backup-plan.js';
+import { backupView, chooseSource, lastBackupTimes, clusterAvailability, previousFileCopy, retention, type BackupView } from './backup-plan.js';
 
 export interface BackupControllerDeps {
   readonly api: KubeApi;
@@ -62,6 +63,8 @@ export interface BackupControllerDeps {
    * write; acting on it would, for one, hold the cluster again for a backup that just completed.
    */
   readonly writtenStatus: Map<string, Record<string, unknown>>;
+  /** Backup figures (last success and failure per cluster, durations); none without it. */
+  readonly metrics?: OperatorMetrics;
 }
 
 /** How often a Backup is looked at while it waits or runs. */
@@ -115,6 +118,7 @@ export async function reconcileBackup(deps: BackupControllerDeps, context: Recon
     requeueAfterMs: PENDING_REQUEUE_MS,
     deleted: false,
   };
+  const phaseBefore = previous.phase;
   await runSteps(BACKUP_STEPS, state, {
     log: context.log,
     onError: async (err) => {
@@ -123,7 +127,31 @@ export async function reconcileBackup(deps: BackupControllerDeps, context: Recon
     },
   });
   if (!state.deleted) await writeStatus(state);
+  reportBackupMetrics(state, phaseBefore);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
+}
+
+/**
+ * The cluster's last completed and failed backups, from every Backup of it (so a new leader
+ * reports them at once), and this backup's duration once it finished here.
+ */
+function reportBackupMetrics(state: BackupState, phaseBefore: string | undefined): void {
+  const metrics = state.deps.metrics;
+  const cluster = state.spec?.cluster.name;
+  if (metrics === undefined || cluster === undefined) return;
+  const labels = { namespace: state.identity.namespace, cluster };
+  const own = { ...backupView(state.object as never), phase: state.status.phase, ...(state.status.completedAt === undefined ? {} : { completedAt: state.status.completedAt }) };
+  const views = [...siblings(state).filter((view) => view.name !== own.name), ...(state.deleted ? [] : [own])];
+  const { lastSuccessMs, lastFailureMs } = lastBackupTimes(views, cluster);
+  if (lastSuccessMs !== undefined) metrics.backupLastSuccess.set(labels, lastSuccessMs / 1000);
+  if (lastFailureMs !== undefined) metrics.backupLastFailure.set(labels, lastFailureMs / 1000);
+  const justFinished = (state.status.phase === 'Completed' || state.status.phase === 'Failed') && phaseBefore !== state.status.phase;
+  if (justFinished) {
+    const result = state.status.phase as string;
+    metrics.backups.inc({ ...labels, result });
+    const seconds = (Date.parse(state.status.completedAt ?? '') - Date.parse(state.status.startedAt ?? '')) / 1000;
+    if (Number.isFinite(seconds) && seconds >= 0) metrics.backupSeconds.observe({ result }, seconds);
+  }
 }
 
 async function emit(state: BackupState, event: EventInput): Promise<void> {

@@ -16,7 +16,7 @@ import { FakeKubeApi } from '../../runtime/fake-kube-api.js';
 import { Informer } from '../../runtime/informer.js';
 import { InformerSet } from '../../runtime/informer-set.js';
 import type { KubeObject } from '../../runtime/kube-api.js';
-import { OperatorMetrics } from '../../runtime/metrics.js';
+import { OperatorMetrics, valueOf } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildCredentialsSecret } from '../../resources/backup-objects.js';
 import { ChildApplier } from './children.js';
@@ -294,6 +294,9 @@ describe('reconcileCluster', () => {
     await harness.reconcile();
     status = harness.status();
     expect(status.certificates?.rotation).toMatchObject({ startedAt, nodes: [{ pod: 'orders-0', failures: 2 }] });
+    // the new process's metrics say what the status says: the Scavenge cycle holds this cluster
+    expect(await valueOf(harness.deps.metrics.operationsInProgress, { namespace: 'shop', name: 'orders', kind: 'Scavenge' })).toBe(1);
+    expect(await valueOf(harness.deps.metrics.operationStarted, { namespace: 'shop', name: 'orders', kind: 'Scavenge' })).toBe(Date.parse(status.operation?.startedAt ?? '') / 1000);
     expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'False', reason: 'ReloadFailed' });
 
     harness.refuseReload.delete('orders-0');
@@ -328,7 +331,7 @@ describe('reconcileCluster', () => {
     expect(status.certificates?.secretHash).not.toBe(first?.secretHash);
     expect(harness.signals).toEqual(['orders-0']);
     expect(status.conditions?.find((condition) => condition.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
-    expect(harness.deps.metrics.registry.render()).toMatch(/eventdb_operator_certificate_rotation_seconds\{namespace="shop",name="orders"\} \d/);
+    expect((await harness.deps.metrics.render()).body).toMatch(/eventdb_operator_certificate_rotation_seconds\{namespace="shop",name="orders"\} \d/);
   });
 
   it('speaks plain http with tls.mode Disabled: nodes run Insecure with HTTP probes', async () => {

@@ -151,9 +151,13 @@ export async function reconcileCluster(deps: ClusterControllerDeps, context: Rec
   if (cluster === undefined) {
     // Deleted: its children go with it (owner references); nothing to clean up by hand.
     deps.applier.forget(context.namespace, context.name);
+    deps.metrics.forgetCluster({ namespace: context.namespace, name: context.name });
     return {};
   }
-  if (cluster.metadata.deletionTimestamp !== undefined) return {};
+  if (cluster.metadata.deletionTimestamp !== undefined) {
+    deps.metrics.forgetCluster({ namespace: context.namespace, name: context.name });
+    return {};
+  }
   const state = initialState(deps, context.log, cluster);
   await runSteps(STEPS, state, {
     log: context.log,
@@ -440,7 +444,6 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   let rotation = placement.kind === 'alongside' ? { ...begun.rotation, alongside: placement.holder } : begun.rotation;
   const next = placement.kind === 'alongside' ? ` next to ${placement.holder}, which keeps the cluster` : '';
   if (begun.started) {
-    state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 1);
     await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${method}${next}` });
   }
   const id = `certificates-${target.hash.replace(/^sha256:/, '')}`;
@@ -519,7 +522,7 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     const seconds = rotation.seconds ?? 0;
     state.deps.metrics.certificateRotationSeconds.set({ namespace: state.identity.namespace, name: state.identity.name }, seconds);
     state.deps.metrics.operationSeconds.observe({ kind: 'CertificateReload', result: 'Succeeded' }, (verifiedMs - Date.parse(rotation.startedAt)) / 1000);
-    state.deps.metrics.operationsInProgress.set({ kind: 'CertificateReload' }, 0);
+    state.deps.metrics.certificateRotations.inc({ namespace: state.identity.namespace, name: state.identity.name });
     if (placement.kind === 'own-operation') {
       state.operation = undefined;
       state.lastOperation = { id, kind: 'CertificateReload', result: 'Succeeded', finishedAt: nowIso };
@@ -689,7 +692,6 @@ function requeueFor(state: ReconcileState, action: Action, opensAtMs: number | u
 }
 
 async function operationStarted(state: ReconcileState, operation: OperationStatus): Promise<void> {
-  state.deps.metrics.operationsInProgress.set({ kind: operation.kind }, 1);
   const what = operation.kind === 'Scale' ? `scale from ${operation.fromReplicas} to ${operation.toReplicas} nodes` : `rolling update (${operation.reason})`;
   await emit(state, { type: 'Normal', reason: `${operation.kind}Started`, action: operation.kind, note: `${what}; operation ${operation.id}` });
 }
@@ -697,7 +699,6 @@ async function operationStarted(state: ReconcileState, operation: OperationStatu
 async function operationFinished(state: ReconcileState, operation: OperationStatus): Promise<void> {
   const seconds = (state.nowMs - Date.parse(operation.startedAt)) / 1000;
   state.deps.metrics.operationSeconds.observe({ kind: operation.kind, result: 'Succeeded' }, seconds);
-  state.deps.metrics.operationsInProgress.set({ kind: operation.kind }, 0);
   state.lastOperation = { id: operation.id, kind: operation.kind, result: 'Succeeded', finishedAt: new Date(state.nowMs).toISOString() };
   await emit(state, {
     type: 'Normal',
@@ -947,10 +948,13 @@ function reportMetrics(state: ReconcileState): void {
   const { metrics } = state.deps;
   const labels = { namespace: state.identity.namespace, name: state.identity.name };
   const phase = computeStatus(statusInput(state)).phase ?? 'Creating';
-  for (const candidate of ['Creating', 'Ready', 'Updating', 'Scaling', 'Degraded', 'Paused', 'Failed']) {
-    metrics.clusterPhase.set({ ...labels, phase: candidate }, candidate === phase ? 1 : 0);
-  }
+  metrics.setClusterPhase(labels, phase);
   metrics.clusterReadyNodes.set(labels, state.pods.filter((pod) => pod.ready).length);
+  // from status.operation: a new leader reports what its first reconcile reads
+  const operation = state.operation;
+  metrics.setOperation(labels, operation === undefined ? undefined : { kind: operation.kind, startedAtMs: Date.parse(operation.startedAt) });
+  const replicas = (state.cluster['spec'] as { replicas?: unknown } | undefined)?.replicas;
+  if (typeof replicas === 'number') metrics.clusterDesiredNodes.set(labels, replicas);
   const notAfterMs = state.certificates?.notAfter === undefined ? NaN : Date.parse(state.certificates.notAfter);
   if (!Number.isNaN(notAfterMs)) metrics.certificateNotAfter.set(labels, notAfterMs / 1000);
 }

@@ -2,6 +2,7 @@
 // (gossip, scavenge runs, resign): the hold handshake with the cluster controller, the order of
 // the node scavenges, suspend and resume. The real thing runs on kind in
 // test/operator/k8s/scavenge-schedule.test.ts.
+import { OperatorMetrics, valueOf } from '../../runtime/metrics.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ANNOTATION_SCAVENGE_HOLD } from '../../api/group.js';
@@ -99,6 +100,7 @@ class Harness {
       clock: this.clock,
       defaults: { nodeImage: 'eventdb:dev', dataSize: '1Gi' },
       writtenStatus: new Map(),
+      metrics: new OperatorMetrics(),
     };
   }
 
@@ -203,6 +205,12 @@ describe('the ScavengeSchedule controller', () => {
       harness.finishRuns();
     }
     expect(harness.status().history?.[0]?.result).toBe('Success');
+    const metrics = harness.deps.metrics as OperatorMetrics;
+    const finishedAt = Date.parse((harness.status().history?.[0] as { finishedAt?: string } | undefined)?.finishedAt ?? '');
+    const schedule = String(harness.api.objects(SCAVENGE_SCHEDULES)[0]?.metadata.name);
+    expect(await valueOf(metrics.scavengeCycles, { namespace: 'shop', schedule, result: 'Success' })).toBe(1);
+    expect(await valueOf(metrics.scavengeLastCycle, { namespace: 'shop', schedule, result: 'Success' })).toBe(finishedAt / 1000);
+    expect(await valueOf(metrics.scavengeLastCycle, { namespace: 'shop', schedule, result: 'Failed' })).toBeUndefined();
     expect(harness.calls.filter((call) => call.startsWith('POST'))).toEqual([
       'POST orders-2 /admin/scavenge',
       'POST orders-2 /admin/scavenge',

@@ -13,6 +13,7 @@
  *                         runs; give it back when paused, finished, or when a node's pod is gone
  *   run-cycle             the planner's next actions: check, stop, start, resign, wait, finish
  */
+import type { OperatorMetrics } from '../../runtime/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { parseDurationMs } from '../../api/common.js';
@@ -68,6 +69,8 @@ export interface ScavengeScheduleControllerDeps {
   readonly defaults: OperatorDefaults;
   /** The status last written for each schedule (by uid): the informer's copy may lag behind it. */
   readonly writtenStatus: Map<string, Record<string, unknown>>;
+  /** Cycle figures (finished cycles, durations, last cycle per result); none without it. */
+  readonly metrics?: OperatorMetrics;
 }
 
 export const CYCLE_REQUEUE_MS = 2000;
@@ -144,6 +147,12 @@ export async function reconcileScavengeSchedule(deps: ScavengeScheduleController
     },
   });
   await writeStatus(state);
+  // the last cycle of each result, from status.history: a new leader reports them at once
+  for (const result of ['Success', 'Failed']) {
+    const last = state.status.history?.find((entry) => entry.result === result && entry.finishedAt !== undefined);
+    const atMs = last?.finishedAt === undefined ? NaN : Date.parse(last.finishedAt);
+    if (!Number.isNaN(atMs)) deps.metrics?.scavengeLastCycle.set({ namespace: state.namespace, schedule: state.name, result }, atMs / 1000);
+  }
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
 }
 
@@ -528,6 +537,9 @@ async function finishCycle(state: State, result: 'Success' | 'Failed', message: 
   if (result === 'Failed') state.ready = { status: 'False', reason: 'CycleFailed', message: `cycle ${cycle.id} failed: ${message}` };
   await emit(state, { type: result === 'Success' ? 'Normal' : 'Warning', reason: result === 'Success' ? 'CycleCompleted' : 'CycleFailed', action: 'Scavenge', note: `cycle ${cycle.id}: ${message}` });
   state.requeueAfterMs = 1000;
+  state.deps.metrics?.scavengeCycles.inc({ namespace: state.namespace, schedule: state.name, result });
+  const seconds = (state.nowMs - Date.parse(cycle.startedAt)) / 1000;
+  if (Number.isFinite(seconds) && seconds >= 0) state.deps.metrics?.scavengeCycleSeconds.observe({ result }, seconds);
 }
 
 async function writeStatus(state: State): Promise<void> {
