@@ -32,8 +32,9 @@ test: build test-tools ## all tests that run on this machine (unit, integration,
 	@rm -f .local/test-outcome.txt
 	@npx vitest run --config test/vitest.config.ts; rc=$$?; cat .local/test-outcome.txt 2>/dev/null || echo 'no test outcome written'; exit $$rc
 
-test-tools: ## programs the tests run besides Node.js (lua5.4 for the Argo CD health checks, from Debian when missing and root; promtool from Go modules, cached)
+test-tools: ## programs the tests run besides Node.js (nft for the partition test and lua5.4 for the Argo CD health checks, from Debian when missing and root; promtool from Go modules, cached)
 	@command -v go >/dev/null && test/k8s/build.sh prometheus >/dev/null || echo 'promtool could not be built (needs Go >= 1.26): the metrics and alert-rule tests fail'
+	@command -v nft >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q nftables >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q nftables >/dev/null 2>&1; }; }; } || echo 'nftables could not be installed: the network partition test fails'
 	@command -v lua5.4 >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q lua5.4 >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q lua5.4 >/dev/null 2>&1; }; }; } || echo 'lua5.4 could not be installed: the Argo CD health checks are skipped'
 
 test-unit: build ## unit tests only
