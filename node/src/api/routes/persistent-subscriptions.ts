@@ -64,6 +64,7 @@ import {
   sendDocument,
   userOf,
 } from './persistent-subscriptions-http.js';
+import { readDecisions } from '../security/read-authorization.js';
 import {
   competingFeed,
   dtoXml,
@@ -460,13 +461,21 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       case 'max-subscribers':
         return badRequest(reply, MAX_SUBSCRIBERS);
       case 'ok': {
+        // A message reached through a link shows its target only to a reader of the target's stream.
+        const decisions = readDecisions(deps.security, principal);
+        const deliveries = await Promise.all(
+          outcome.deliveries.map(async (delivery) => ({
+            ...delivery,
+            message: { ...delivery.message, resolved: await decisions.resolved(delivery.message.resolved) },
+          })),
+        );
         const feed = competingFeed({
           baseUrl: requestBaseUrl(request),
           stream: params.stream,
           group: params.subscription,
           count,
           embed: parseEmbed(embed),
-          deliveries: outcome.deliveries,
+          deliveries,
         });
         return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
       }
@@ -599,7 +608,9 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
         if (read.kind === 'stream-not-found') return sendStatus(reply, 404, 'Not Found');
         if (read.kind === 'stream-deleted') return sendStatus(reply, 410, 'Deleted');
         const baseUrl = requestBaseUrl(request);
-        const records = read.events.map(originalOf);
+        const decisions = readDecisions(deps.security, principal);
+        const visible = await Promise.all(read.events.map((resolved) => decisions.resolved(resolved)));
+        const records = visible.map(originalOf);
         const last = read.lastEventNumber;
         const feed = streamFeed(
           {
@@ -616,7 +627,7 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
           { baseUrl, embed: 'none' },
         );
         const embed = parseEmbed(request.query.embed);
-        const newestFirst = direction === 'forward' ? [...read.events].reverse() : [...read.events];
+        const newestFirst = direction === 'forward' ? [...visible].reverse() : [...visible];
         feed.entries = newestFirst.map((resolved) => resolvedEntry(resolved, { baseUrl, embed }));
         return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
       },

@@ -205,7 +205,8 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
           if (!(await security.canAccessStream(principal, stream, 'r'))) return sendStatus(reply, 401, 'Not Authorized', 'Not authorized');
         }
         try {
-          return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data), MediaType.Json);
+          const mayRead = (stream: string): Promise<boolean> => security.canAccessStream(principal, stream, 'r');
+          return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data, mayRead), MediaType.Json);
         } catch (err: unknown) {
           return sendStatus(reply, 400, 'Bad Request', err instanceof Error ? err.message : String(err));
         }
