@@ -64,6 +64,7 @@ import {
   sendDocument,
   userOf,
 } from './persistent-subscriptions-http.js';
+import { GroupNameSchema, groupNameProblem, StreamNameSchema, streamNameProblem } from '../stream-names.js';
 import { readDecisions } from '../security/read-authorization.js';
 import {
   competingFeed,
@@ -103,16 +104,17 @@ const COMPLETION = 'The completion message {correlationId, reason, result}';
 const STATS_TYPES = [MediaType.Json, MediaType.Xml];
 const FEED_TYPES = [MediaType.CompetingXml, MediaType.CompetingJson];
 
+// Stream and group names are checked here, once, for every subscriptions route (stream-names.ts).
 const GroupParams = z.object({
-  stream: z.string().min(1).describe('The stream the group subscribes to'),
-  subscription: z.string().min(1).describe('The group name'),
+  stream: StreamNameSchema.describe('The stream the group subscribes to'),
+  subscription: GroupNameSchema.describe('The group name'),
 });
-const StreamParams = z.object({ stream: z.string().min(1) });
+const StreamParams = z.object({ stream: StreamNameSchema });
 const CountParams = GroupParams.extend({ count: z.string().describe('1..100') });
 const MessageParams = GroupParams.extend({ messageid: z.string().describe('A message id (GUID)') });
 const ParkedParams = z.object({
-  stream: z.string().min(1),
-  group: z.string().min(1),
+  stream: StreamNameSchema,
+  group: GroupNameSchema,
   event: z.string().describe('An event number (or head, backward)'),
   count: z.string(),
 });
@@ -257,7 +259,8 @@ function settingsRouteOptions(
   return {
     schema: { tags: ['subscriptions'], summary, params: GroupParams, querystring: FormatQuery, body: SubscriptionItem.optional() },
     config: answers(success, 400, 401, 406, 415),
-    // The body is read as bytes and parsed by the handler (JSON or XML).
+    // The body is read as bytes and parsed by the handler (JSON or XML), which also checks the
+    // names in the path (changeSettings), as the schema does for every other route.
     validatorCompiler: () => () => true,
   };
 }
@@ -277,6 +280,8 @@ async function changeSettings<R extends CreateResult | UpdateResult>(
   change: (stream: string, subscription: string, settings: SubscriptionSettings, user: string) => Promise<R>,
   answer: (result: Exclude<R, SettingsFailure>, mediaType: MediaTypeValue) => FastifyReply,
 ): Promise<FastifyReply> {
+  const problem = streamNameProblem(params.stream) ?? groupNameProblem(params.subscription);
+  if (problem !== undefined) return badRequest(reply, problem);
   const parsed = await admitSettings(request, reply, deps);
   if (parsed === undefined) return reply;
   const { stream, subscription } = params;
@@ -297,7 +302,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   const tags = ['subscriptions'];
   scope.put(
     '/subscriptions/:stream/:subscription',
-    settingsRouteOptions('Create a subscription group ($admins or $ops)', {
+    settingsRouteOptions('Create a subscription group ($admins)', {
       201: { description: `Created (Location: the group); ${COMPLETION}`, mediaTypes: STATS_TYPES },
       409: { description: `The group exists; ${COMPLETION}`, mediaTypes: STATS_TYPES },
     }),
@@ -310,7 +315,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.post(
     '/subscriptions/:stream/:subscription',
-    settingsRouteOptions('Update a group: drops its consumers and restarts it from its checkpoint ($admins or $ops)', {
+    settingsRouteOptions('Update a group: drops its consumers and restarts it from its checkpoint ($admins)', {
       200: { description: `Updated; ${COMPLETION}`, mediaTypes: STATS_TYPES },
       404: { description: `No such group; ${COMPLETION}`, mediaTypes: STATS_TYPES },
     }),
@@ -324,7 +329,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   scope.delete(
     '/subscriptions/:stream/:subscription',
     {
-      schema: { tags, summary: 'Delete a group and its checkpoint and parked messages ($admins or $ops)', params: GroupParams },
+      schema: { tags, summary: 'Delete a group and its checkpoint and parked messages ($admins)', params: GroupParams },
       config: answers(
         {
           200: { description: `Deleted; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
@@ -334,7 +339,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
       ),
     },
     async (request, reply) => {
-      const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+      const decision = await authorizeRequest(deps.security, request, reply, 'admins');
       if (!decision.allowed) return reply;
       const { stream, subscription } = request.params;
       const result = await deps.subscriptions.delete(stream, subscription, userOf(decision.principal));

@@ -83,7 +83,8 @@ function runAsOf(principal: Principal | undefined): RunAs | undefined {
   if (principal === undefined) return undefined;
   const isOperator =
     principal.login === 'admin' || principal.login === 'ops' || principal.groups.some((g) => OPERATORS.includes(g));
-  return { name: principal.login, roles: principal.groups, isOperator };
+  const isAdmin = principal.groups.includes('$admins');
+  return { name: principal.login, roles: principal.groups, isOperator, isAdmin };
 }
 
 function sendJson(reply: FastifyReply, status: number, reason: string, value: unknown): FastifyReply {

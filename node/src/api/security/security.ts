@@ -7,6 +7,8 @@
  * `$settings` defaults. A generation counter guards each cache against a read that started
  * before a concurrent change and finished after it.
  */
+import { randomUUID } from 'node:crypto';
+
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 
@@ -16,7 +18,7 @@ import { EventDbError } from '../../errors.js';
 import { lastAdminRefusal } from './admin-guard.js';
 import { CredentialsCache } from './credentials-cache.js';
 import { parseBasicCredentials } from './http-auth.js';
-import { hashPassword, verifyPassword } from './password-hash.js';
+import { hashPassword, verifyPassword, type PasswordHash } from './password-hash.js';
 import {
   ALL_STREAM,
   effectiveRoles,
@@ -130,6 +132,7 @@ class SecurityService implements Security {
   private aclGeneration = 0;
   private settings: SystemSettings | undefined;
   private userChanges: Promise<void> = Promise.resolve();
+  private dummyHashPromise: Promise<PasswordHash> | undefined;
   private readonly unsubscribe: () => void;
   /** A cluster member: the leader creates the default users, which reach this node by replication. */
   private readonly defaultUsersElsewhere: boolean;
@@ -355,11 +358,22 @@ class SecurityService implements Security {
     else this.log.info(fields, `${message}: refused`);
   }
 
+  /**
+   * Every attempt costs one scrypt derivation, whether the login exists, is disabled or not: an
+   * unknown login is checked against a dummy hash, so answer times do not tell which logins exist.
+   */
   private async verifyCredentials(login: string, password: string): Promise<Principal | undefined> {
     const stored = await readUser(this.db, login);
-    if (stored === undefined || stored.record.disabled) return undefined;
-    if (!(await verifyPassword(password, stored.record.passwordHash))) return undefined;
+    const hash = stored?.record.passwordHash ?? (await this.dummyHash());
+    const matches = await verifyPassword(password, hash);
+    if (stored === undefined || stored.record.disabled || !matches) return undefined;
     return { login: stored.record.loginName, groups: [...stored.record.groups] };
+  }
+
+  /** A hash of a random password no one knows, made once, with the same parameters as real ones. */
+  private dummyHash(): Promise<PasswordHash> {
+    this.dummyHashPromise ??= hashPassword(randomUUID());
+    return this.dummyHashPromise;
   }
 
   private async streamAcl(stream: string): Promise<StreamAcl | undefined> {
