@@ -52,6 +52,10 @@ describe('node process', () => {
     const port = await runNode(['--mem-db', '--http-port', '70000']);
     expect(port.code).toBe(2);
     expect(port.output).toBe('invalid configuration:\n  --http-port: Too big: expected number to be <=65535\n');
+    // Issue 29, item 10: a node IP that is no address is a configuration error, not a stack trace.
+    const ip = await runNode(['--mem-db', '--insecure', '--node-ip', '999.1.1.1']);
+    expect(ip.code).toBe(2);
+    expect(ip.output).toBe('invalid configuration:\n  --node-ip: must be an IPv4 or IPv6 address\n');
   });
 
   it('refuses to start on a port in use with a message, not a stack trace', async () => {
