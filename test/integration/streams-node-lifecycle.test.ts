@@ -60,12 +60,19 @@ describe('node process', () => {
 
   it('refuses to start on a port in use with a message, not a stack trace', async () => {
     const first = await startNode();
+    const dir = tempDir('edb-busy-port-');
     try {
       const second = await runNode(['--mem-db', '--insecure', '--http-port', String(first.port)]);
       expect(second.code).toBe(1);
       expect(second.output).toContain(`startup refused: address 127.0.0.1:${first.port} is already in use`);
       expect(second.output).not.toContain('"stack"');
+      // Issue 29, item 10: refused before anything is created under --db / --index.
+      const onDisk = await runNode(['--insecure', '--db', join(dir.path, 'db'), '--index', join(dir.path, 'index'), '--http-port', String(first.port)]);
+      expect(onDisk.code).toBe(1);
+      expect(onDisk.output).toContain('is already in use');
+      expect(readdirSync(dir.path)).toEqual([]);
     } finally {
+      dir.remove();
       expect(await first.stop()).toBe(0);
     }
   });
