@@ -225,6 +225,7 @@ export const NODE_OPTIONS = {
     // An address, not a name: a bad one is a configuration error (exit 2), not a failed listen.
     schema: z
       .string()
+      .min(1)
       .refine((value) => isIP(value) !== 0, { message: 'must be an IPv4 or IPv6 address' })
       .default('127.0.0.1')
       .describe('IP address the HTTP API listens on (0.0.0.0: every interface).'),
