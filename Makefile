@@ -19,8 +19,18 @@ $(NPM_STAMP): package.json package-lock.json
 
 deps: $(NPM_STAMP) ## install npm dependencies (npm ci) when package-lock.json changed
 
+# dist/ is up to date when it is newer than every TypeScript source, the tsconfig and the lock
+# file: `make run-node` then starts the node at once instead of compiling for ~40 s first.
+BUILD_STAMP := dist/.build-stamp
+TS_SOURCES := $(shell find node/src operator/src test -name '*.ts' -not -path '*/node_modules/*' 2>/dev/null)
+
+$(BUILD_STAMP): $(NPM_STAMP) tsconfig.json $(TS_SOURCES)
+	npx tsc -p tsconfig.json
+	@touch $(BUILD_STAMP)
+
 build: deps ## compile TypeScript to dist/
 	npx tsc -p tsconfig.json
+	@touch $(BUILD_STAMP)
 
 proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate --template node/proto/buf.gen.yaml
@@ -47,7 +57,7 @@ test-integration: build ## integration and crash tests (real node processes)
 test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one
 	npx vitest run --config test/vitest.config.ts --project sim
 
-run-node: build ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); NODE_ARGS adds options
+run-node: $(BUILD_STAMP) ## run a single node (plain HTTP on 127.0.0.1:2113, data under ./data); builds only when a source changed; NODE_ARGS adds options
 	node/bin/eventdb --insecure --db ./data/db --index ./data/index $(NODE_ARGS)
 
 bench: build ## benchmarks: engine, HTTP, disk baselines (figures printed and written to bench-results/)

@@ -16,7 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
 import { createNodeMetrics } from './metrics/sources.js';
@@ -211,6 +211,29 @@ async function main(): Promise<void> {
 
 type ExitFatal = (err: unknown, message: string) => never;
 
+/** EADDRINUSE / EADDRNOTAVAIL as a refusal with a message; any other error as it is. */
+function addressUnavailable(err: unknown, host: string, port: number): unknown {
+  if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) return err;
+  const where = `${host}:${port}`;
+  return new EventDbError(
+    'EDB_ADDRESS_UNAVAILABLE',
+    isErrno(err, 'EADDRINUSE')
+      ? `address ${where} is already in use (pick another with --http-port)`
+      : `address ${where} is not an address of this machine (pick another with --http-ip)`,
+    { cause: err },
+  );
+}
+
+/** Binds and at once releases host:port (port 0: nothing to check); throws what listen would. */
+async function probeListenAddress(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err) => reject(addressUnavailable(err, host, port)));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 async function startNode(
   root: RootLogger,
   loaded: LoadedConfig,
@@ -235,6 +258,10 @@ async function startNode(
       ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
     })
     : undefined;
+  // A node that cannot take its HTTP address must not create a database first (issue 29): the
+  // address is probed before anything touches --db. The real listen below still reports a port
+  // taken between the two.
+  if (member === undefined) await probeListenAddress(config.nodeIp, config.nodePort);
   const db = member?.db ?? (await openEventDb(engineOptions(config), engineDeps));
   const security = await createSecurity({
     db,
@@ -390,15 +417,7 @@ async function startNode(
 
   if (member === undefined) await subscriptions.start();
   const address = await app.listen({ host: config.nodeIp, port: config.nodePort }).catch((err: unknown) => {
-    if (!isErrno(err, 'EADDRINUSE') && !isErrno(err, 'EADDRNOTAVAIL')) throw err;
-    const where = `${config.nodeIp}:${config.nodePort}`;
-    throw new EventDbError(
-      'EDB_ADDRESS_UNAVAILABLE',
-      isErrno(err, 'EADDRINUSE')
-        ? `address ${where} is already in use (pick another with --http-port)`
-        : `address ${where} is not an address of this machine (pick another with --http-ip)`,
-      { cause: err },
-    );
+    throw addressUnavailable(err, config.nodeIp, config.nodePort);
   });
   if (member !== undefined) {
     const replication = await member.node.listenReplication(config.replicationIp || config.nodeIp, config.replicationPort);

@@ -1,7 +1,7 @@
 /**
  * Every persistent-subscription endpoint of a real node, with EventStoreDB's status codes,
- * reason phrases, messages, media types and ACLs (create/update/delete/restart/replay need
- * $admins or $ops; statistics an authenticated user; reading and acknowledging an
+ * reason phrases, messages, media types and ACLs (create/update/delete need $admins, as the
+ * spec says; restart/replay $admins or $ops; statistics an authenticated user; reading and acknowledging an
  * authenticated user with read access to the stream).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -142,9 +142,9 @@ describe('PUT /subscriptions/{stream}/{group} (create)', () => {
     expect(notAcceptable.status).toBe(406);
   });
 
-  it('needs $admins or $ops: 401 with an empty body otherwise', async () => {
+  it('needs $admins (the spec, Authentication 4): 401 with an empty body otherwise, $ops included', async () => {
     const stream = uniqueStream('ps-acl');
-    for (const auth of [USER, undefined]) {
+    for (const auth of [USER, OPS, undefined]) {
       const response = await http('PUT', path(stream, 'g'), {
         headers: { ...JSON_TYPE, ...(auth === undefined ? {} : { authorization: auth }) },
         auth: auth !== undefined,
@@ -153,11 +153,15 @@ describe('PUT /subscriptions/{stream}/{group} (create)', () => {
       expect(response.status).toBe(401);
       expect(response.text).toBe('');
     }
-    const byOps = await http('PUT', path(stream, 'g'), {
-      headers: { ...JSON_TYPE, authorization: OPS },
-      body: '{}',
-    });
-    expect(byOps.status).toBe(201);
+    await createGroup(running.node.baseUrl, stream, 'g');
+    for (const method of ['POST', 'DELETE']) {
+      const byOps = await http(method, path(stream, 'g'), {
+        headers: { ...JSON_TYPE, authorization: OPS },
+        ...(method === 'POST' ? { body: '{}' } : {}),
+      });
+      expect(byOps.status, `${method} by ops`).toBe(401);
+    }
+    expect((await groupInfo(running.node.baseUrl, stream, 'g')).groupName).toBe('g');
   });
 });
 

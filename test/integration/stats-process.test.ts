@@ -40,6 +40,10 @@ describe('GET /stats (real node)', () => {
     expectTypes(s.proc, { startTime: 'string', id: 'integer', mem: 'integer', cpu: 'number', cpuScaled: 'number', threadsCount: 'integer', contentionsRate: 'number', thrownExceptionsRate: 'number' }, 'proc');
     expect(s.proc.id).toBe(running.node.child.pid);
     expect(s.proc.threadsCount).toBeGreaterThan(1);
+    // Issue 29, item 10: the resident size beside the virtual one; a node holds far less than it maps.
+    expect(Number.isSafeInteger(s.proc.memResidentBytes)).toBe(true);
+    expect(s.proc.memResidentBytes).toBeGreaterThan(10 * 1024 * 1024);
+    expect(s.proc.memResidentBytes).toBeLessThan(s.proc.mem);
     expectTypes(s.proc.gc, { allocationSpeed: 'number', gen0ItemsCount: 'number', gen1ItemsCount: 'number', gen2ItemsCount: 'number', gen0Size: 'number', gen1Size: 'number', gen2Size: 'number', largeHeapSize: 'number', timeInGc: 'number', totalBytesInHeaps: 'number' }, 'proc.gc');
     expectTypes(s.proc.diskIo, { readBytes: 'number', writtenBytes: 'number', readOps: 'number', writeOps: 'number' }, 'proc.diskIo');
     expectTypes(s.proc.tcp, { connections: 'integer', receivingSpeed: 'string', sendingSpeed: 'number', inSend: 'number', measureTime: 'number', pendingReceived: 'number', pendingSend: 'number', receivedBytesSinceLastRun: 'number', receivedBytesTotal: 'number', sentBytesSinceLastRun: 'number', sentBytesTotal: 'number' }, 'proc.tcp');

@@ -52,16 +52,27 @@ describe('node process', () => {
     const port = await runNode(['--mem-db', '--http-port', '70000']);
     expect(port.code).toBe(2);
     expect(port.output).toBe('invalid configuration:\n  --http-port: Too big: expected number to be <=65535\n');
+    // Issue 29, item 10: a node IP that is no address is a configuration error, not a stack trace.
+    const ip = await runNode(['--mem-db', '--insecure', '--node-ip', '999.1.1.1']);
+    expect(ip.code).toBe(2);
+    expect(ip.output).toBe('invalid configuration:\n  --node-ip: must be an IPv4 or IPv6 address\n');
   });
 
   it('refuses to start on a port in use with a message, not a stack trace', async () => {
     const first = await startNode();
+    const dir = tempDir('edb-busy-port-');
     try {
       const second = await runNode(['--mem-db', '--insecure', '--http-port', String(first.port)]);
       expect(second.code).toBe(1);
       expect(second.output).toContain(`startup refused: address 127.0.0.1:${first.port} is already in use`);
       expect(second.output).not.toContain('"stack"');
+      // Issue 29, item 10: refused before anything is created under --db / --index.
+      const onDisk = await runNode(['--insecure', '--db', join(dir.path, 'db'), '--index', join(dir.path, 'index'), '--http-port', String(first.port)]);
+      expect(onDisk.code).toBe(1);
+      expect(onDisk.output).toContain('is already in use');
+      expect(readdirSync(dir.path)).toEqual([]);
     } finally {
+      dir.remove();
       expect(await first.stop()).toBe(0);
     }
   });

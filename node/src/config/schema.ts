@@ -6,6 +6,8 @@
  * Each entry records its value kind so string sources (env, flags) are parsed explicitly;
  * booleans accept only true/false, never JS truthiness.
  */
+import { isIP } from 'node:net';
+
 import { z } from 'zod';
 
 export type OptionKind = 'boolean' | 'integer' | 'string';
@@ -218,7 +220,15 @@ export const NODE_OPTIONS = {
     1_000_000,
   ),
   nodeIp: {
-    ...stringOption('Interface', '127.0.0.1', 'IP address the HTTP API listens on (0.0.0.0: every interface).'),
+    kind: 'string' as const,
+    group: 'Interface' as const,
+    // An address, not a name: a bad one is a configuration error (exit 2), not a failed listen.
+    schema: z
+      .string()
+      .min(1)
+      .refine((value) => isIP(value) !== 0, { message: 'must be an IPv4 or IPv6 address' })
+      .default('127.0.0.1')
+      .describe('IP address the HTTP API listens on (0.0.0.0: every interface).'),
     aliases: ['httpIp'],
   },
   nodePort: {

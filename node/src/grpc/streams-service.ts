@@ -12,6 +12,7 @@ import { ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc
 import type { Logger } from 'pino';
 import type { Principal } from '../api/auth-types.js';
 import { LINK_EVENT_TYPE, resolveLink } from '../api/streams/link-resolution.js';
+import { readDecisions } from '../api/security/read-authorization.js';
 import { ExpectedVersion, type AllPosition, type AppendResult, type EventDb, type NewEvent, type RecordedEvent } from '../storage/event-db-types.js';
 import type { CallGuard } from './call-context.js';
 import { CommitSignal } from './commit-signal.js';
@@ -219,7 +220,10 @@ class EventWriter {
     let link: RecordedEvent | undefined;
     let unresolved = false;
     if (this.resolveLinks && event.eventType === LINK_EVENT_TYPE) {
-      const item = await resolveLink(this.db, event);
+      // The shared read decision (api/security/read-authorization.ts) drops a target this caller
+      // may not read; the check below stays as a second guard.
+      const decisions = readDecisions({ canAccessStream: (_principal, stream) => this.canRead(stream) }, undefined);
+      const item = await resolveLink(this.db, event, decisions);
       if ('kind' in item) {
         link = item.link;
         if (item.target === undefined || !(await this.canRead(item.target.stream))) unresolved = true;

@@ -33,7 +33,8 @@ export interface ProjectionsSubsystem {
   start(): Promise<void>;
   /** Stops every projection (each writes a checkpoint); the engine may close afterwards. */
   stop(): Promise<void>;
-  readEvents(request: ReadEventsRequest): Promise<string>;
+  /** `mayRead`: the requesting user's read check (links to streams it may not read stay links). */
+  readEvents(request: ReadEventsRequest, mayRead?: (stream: string) => Promise<boolean>): Promise<string>;
 }
 
 export function createProjectionsSubsystem(options: ProjectionsSubsystemOptions): ProjectionsSubsystem {
@@ -73,8 +74,8 @@ export function createProjectionsSubsystem(options: ProjectionsSubsystemOptions)
       watch?.close();
       watch = undefined;
     },
-    readEvents(request) {
-      return readEvents(options.db, lazyWatch(), request);
+    readEvents(request, mayRead) {
+      return readEvents(options.db, lazyWatch(), request, mayRead);
     },
   };
 }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { EventDb } from '../storage/event-db-types.js';
 import { advanceTag, parseTag, tagToJson, zeroStreamsTag, ZERO_POSITION_TAG, type CheckpointTag } from './checkpoint-tag.js';
 import { classify } from './engine/event-filter.js';
-import { createReader, type CommitWatch } from './engine/event-reader.js';
+import { createReader, type CommitWatch, type LinkTargetCheck } from './engine/event-reader.js';
 import { sourceDefinition, validateDefinition } from './source-definition.js';
 
 export const ReadEventsRequestSchema = z.object({
@@ -40,7 +40,13 @@ function parseJsonOrText(buffer: Buffer, isJson: boolean): unknown {
 }
 
 /** The feed page as JSON text (camelCase members, indented, reader positions as raw tags). */
-export async function readEvents(db: EventDb, watch: CommitWatch, request: ReadEventsRequest): Promise<string> {
+/** `mayRead`: the requesting user's read check; links to streams it may not read stay links. */
+export async function readEvents(
+  db: EventDb,
+  watch: CommitWatch,
+  request: ReadEventsRequest,
+  mayRead?: LinkTargetCheck,
+): Promise<string> {
   const q = request.query;
   const options = q.options ?? {};
   const definition = sourceDefinition(
@@ -64,7 +70,7 @@ export async function readEvents(db: EventDb, watch: CommitWatch, request: ReadE
     tag = parsed.tag.mode === 'streams' ? { mode: 'streams', streams: { ...(zero as { streams: Record<string, number> }).streams, ...parsed.tag.streams } } : parsed.tag;
   }
   const maxEvents = Math.min(request.maxEvents ?? MAX_EVENTS_DEFAULT, MAX_EVENTS_LIMIT);
-  const source = createReader(db, reader, tag, watch);
+  const source = createReader(db, reader, tag, watch, mayRead);
   const events: string[] = [];
   while (events.length < maxEvents) {
     const page = await source.read(maxEvents);

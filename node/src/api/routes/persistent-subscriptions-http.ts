@@ -79,7 +79,7 @@ export async function admitStreamReader(
   return decision.principal;
 }
 
-/** Create and update: JSON or XML body (415 otherwise), $admins or $ops, valid settings. */
+/** Create and update: JSON or XML body (415 otherwise), $admins, valid settings. */
 export async function admitSettings(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -100,7 +100,8 @@ export async function admitSettings(
     sendStatus(reply, 406, NOT_ACCEPTABLE, NOT_ACCEPTABLE);
     return undefined;
   }
-  const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+  // The spec (Authentication 4): creating (and so redefining) a group needs $admins, not $ops.
+  const decision = await authorizeRequest(deps.security, request, reply, 'admins');
   if (!decision.allowed) return undefined;
   const body = readBody(request.body, requestType.mediaType);
   if (body.kind === 'invalid') {

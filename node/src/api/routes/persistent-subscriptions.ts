@@ -64,6 +64,8 @@ import {
   sendDocument,
   userOf,
 } from './persistent-subscriptions-http.js';
+import { GroupNameSchema, groupNameProblem, StreamNameSchema, streamNameProblem } from '../stream-names.js';
+import { readDecisions } from '../security/read-authorization.js';
 import {
   competingFeed,
   dtoXml,
@@ -102,16 +104,17 @@ const COMPLETION = 'The completion message {correlationId, reason, result}';
 const STATS_TYPES = [MediaType.Json, MediaType.Xml];
 const FEED_TYPES = [MediaType.CompetingXml, MediaType.CompetingJson];
 
+// Stream and group names are checked here, once, for every subscriptions route (stream-names.ts).
 const GroupParams = z.object({
-  stream: z.string().min(1).describe('The stream the group subscribes to'),
-  subscription: z.string().min(1).describe('The group name'),
+  stream: StreamNameSchema.describe('The stream the group subscribes to'),
+  subscription: GroupNameSchema.describe('The group name'),
 });
-const StreamParams = z.object({ stream: z.string().min(1) });
+const StreamParams = z.object({ stream: StreamNameSchema });
 const CountParams = GroupParams.extend({ count: z.string().describe('1..100') });
 const MessageParams = GroupParams.extend({ messageid: z.string().describe('A message id (GUID)') });
 const ParkedParams = z.object({
-  stream: z.string().min(1),
-  group: z.string().min(1),
+  stream: StreamNameSchema,
+  group: GroupNameSchema,
   event: z.string().describe('An event number (or head, backward)'),
   count: z.string(),
 });
@@ -256,7 +259,8 @@ function settingsRouteOptions(
   return {
     schema: { tags: ['subscriptions'], summary, params: GroupParams, querystring: FormatQuery, body: SubscriptionItem.optional() },
     config: answers(success, 400, 401, 406, 415),
-    // The body is read as bytes and parsed by the handler (JSON or XML).
+    // The body is read as bytes and parsed by the handler (JSON or XML), which also checks the
+    // names in the path (changeSettings), as the schema does for every other route.
     validatorCompiler: () => () => true,
   };
 }
@@ -276,6 +280,8 @@ async function changeSettings<R extends CreateResult | UpdateResult>(
   change: (stream: string, subscription: string, settings: SubscriptionSettings, user: string) => Promise<R>,
   answer: (result: Exclude<R, SettingsFailure>, mediaType: MediaTypeValue) => FastifyReply,
 ): Promise<FastifyReply> {
+  const problem = streamNameProblem(params.stream) ?? groupNameProblem(params.subscription);
+  if (problem !== undefined) return badRequest(reply, problem);
   const parsed = await admitSettings(request, reply, deps);
   if (parsed === undefined) return reply;
   const { stream, subscription } = params;
@@ -296,7 +302,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   const tags = ['subscriptions'];
   scope.put(
     '/subscriptions/:stream/:subscription',
-    settingsRouteOptions('Create a subscription group ($admins or $ops)', {
+    settingsRouteOptions('Create a subscription group ($admins)', {
       201: { description: `Created (Location: the group); ${COMPLETION}`, mediaTypes: STATS_TYPES },
       409: { description: `The group exists; ${COMPLETION}`, mediaTypes: STATS_TYPES },
     }),
@@ -309,7 +315,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   );
   scope.post(
     '/subscriptions/:stream/:subscription',
-    settingsRouteOptions('Update a group: drops its consumers and restarts it from its checkpoint ($admins or $ops)', {
+    settingsRouteOptions('Update a group: drops its consumers and restarts it from its checkpoint ($admins)', {
       200: { description: `Updated; ${COMPLETION}`, mediaTypes: STATS_TYPES },
       404: { description: `No such group; ${COMPLETION}`, mediaTypes: STATS_TYPES },
     }),
@@ -323,7 +329,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
   scope.delete(
     '/subscriptions/:stream/:subscription',
     {
-      schema: { tags, summary: 'Delete a group and its checkpoint and parked messages ($admins or $ops)', params: GroupParams },
+      schema: { tags, summary: 'Delete a group and its checkpoint and parked messages ($admins)', params: GroupParams },
       config: answers(
         {
           200: { description: `Deleted; ${COMPLETION}`, mediaTypes: [MediaType.Json] },
@@ -333,7 +339,7 @@ function registerManagement(scope: ZodScope, deps: PersistentSubscriptionRoutesD
       ),
     },
     async (request, reply) => {
-      const decision = await authorizeRequest(deps.security, request, reply, 'ops-or-admins');
+      const decision = await authorizeRequest(deps.security, request, reply, 'admins');
       if (!decision.allowed) return reply;
       const { stream, subscription } = request.params;
       const result = await deps.subscriptions.delete(stream, subscription, userOf(decision.principal));
@@ -460,13 +466,21 @@ function registerMessages(scope: ZodScope, deps: PersistentSubscriptionRoutesDep
       case 'max-subscribers':
         return badRequest(reply, MAX_SUBSCRIBERS);
       case 'ok': {
+        // A message reached through a link shows its target only to a reader of the target's stream.
+        const decisions = readDecisions(deps.security, principal);
+        const deliveries = await Promise.all(
+          outcome.deliveries.map(async (delivery) => ({
+            ...delivery,
+            message: { ...delivery.message, resolved: await decisions.resolved(delivery.message.resolved) },
+          })),
+        );
         const feed = competingFeed({
           baseUrl: requestBaseUrl(request),
           stream: params.stream,
           group: params.subscription,
           count,
           embed: parseEmbed(embed),
-          deliveries: outcome.deliveries,
+          deliveries,
         });
         return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
       }
@@ -599,7 +613,9 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
         if (read.kind === 'stream-not-found') return sendStatus(reply, 404, 'Not Found');
         if (read.kind === 'stream-deleted') return sendStatus(reply, 410, 'Deleted');
         const baseUrl = requestBaseUrl(request);
-        const records = read.events.map(originalOf);
+        const decisions = readDecisions(deps.security, principal);
+        const visible = await Promise.all(read.events.map((resolved) => decisions.resolved(resolved)));
+        const records = visible.map(originalOf);
         const last = read.lastEventNumber;
         const feed = streamFeed(
           {
@@ -616,7 +632,7 @@ function registerParked(scope: ZodScope, deps: PersistentSubscriptionRoutesDeps)
           { baseUrl, embed: 'none' },
         );
         const embed = parseEmbed(request.query.embed);
-        const newestFirst = direction === 'forward' ? [...read.events].reverse() : [...read.events];
+        const newestFirst = direction === 'forward' ? [...visible].reverse() : [...visible];
         feed.entries = newestFirst.map((resolved) => resolvedEntry(resolved, { baseUrl, embed }));
         return sendDocument(reply, 200, mediaType, feed, () => feedXml(feed));
       },

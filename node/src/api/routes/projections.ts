@@ -83,7 +83,8 @@ function runAsOf(principal: Principal | undefined): RunAs | undefined {
   if (principal === undefined) return undefined;
   const isOperator =
     principal.login === 'admin' || principal.login === 'ops' || principal.groups.some((g) => OPERATORS.includes(g));
-  return { name: principal.login, roles: principal.groups, isOperator };
+  const isAdmin = principal.groups.includes('$admins');
+  return { name: principal.login, roles: principal.groups, isOperator, isAdmin };
 }
 
 function sendJson(reply: FastifyReply, status: number, reason: string, value: unknown): FastifyReply {
@@ -205,7 +206,8 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
           if (!(await security.canAccessStream(principal, stream, 'r'))) return sendStatus(reply, 401, 'Not Authorized', 'Not authorized');
         }
         try {
-          return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data), MediaType.Json);
+          const mayRead = (stream: string): Promise<boolean> => security.canAccessStream(principal, stream, 'r');
+          return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data, mayRead), MediaType.Json);
         } catch (err: unknown) {
           return sendStatus(reply, 400, 'Bad Request', err instanceof Error ? err.message : String(err));
         }

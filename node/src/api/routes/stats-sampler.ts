@@ -125,7 +125,10 @@ export class StatsSampler {
       proc: {
         startTime: new Date(this.startMs).toISOString(),
         id: process.pid,
+        // EventStoreDB's figure: the virtual size (large under V8: address space reserved, not used).
         mem: status.vmSizeBytes ?? process.memoryUsage().rss,
+        // What the process really holds in RAM, beside it (issue 29): the figure to watch.
+        memResidentBytes: process.memoryUsage.rss(),
         cpu: round(procCpuPercent),
         cpuScaled: round(procCpuPercent / os.availableParallelism()),
         threadsCount: status.threads ?? 0,

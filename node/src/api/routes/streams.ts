@@ -20,6 +20,7 @@ import {
 } from '../streams/stream-http.js';
 import { handleAppend, handleDelete } from '../streams/write-stream.js';
 import { errorResponses, type ResponseDocs } from '../openapi-responses.js';
+import { StreamNameSchema } from '../stream-names.js';
 import { EVENT_CODECS, FEED_CODECS } from '../streams/media-types.js';
 
 export interface StreamsRouteOptions extends StreamsContext {
@@ -27,10 +28,11 @@ export interface StreamsRouteOptions extends StreamsContext {
   readonly bodyLimitBytes: number;
 }
 
-const StreamParams = z.object({ stream: z.string().min(1) });
-const EventParams = z.object({ stream: z.string().min(1), event: z.string() });
-const PageParams = z.object({ stream: z.string().min(1), event: z.string(), count: z.string() });
-const IncomingParams = z.object({ stream: z.string().min(1), guid: z.string() });
+// Stream names are checked here, once, for every streams route (stream-names.ts).
+const StreamParams = z.object({ stream: StreamNameSchema });
+const EventParams = z.object({ stream: StreamNameSchema, event: z.string() });
+const PageParams = z.object({ stream: StreamNameSchema, event: z.string(), count: z.string() });
+const IncomingParams = z.object({ stream: StreamNameSchema, guid: z.string() });
 const ReadQuery = z.object({ embed: z.string().optional(), format: z.string().optional() });
 
 type Direction = 'forward' | 'backward';

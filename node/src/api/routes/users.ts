@@ -94,7 +94,11 @@ const JSON_ONLY = ['application/json'];
 const COMMAND_FAILURES = {
   ...errorResponses(400, 401),
   404: { description: 'No such user', mediaTypes: JSON_ONLY },
-  409: { description: 'Conflict: the user exists already, or was changed meanwhile', mediaTypes: JSON_ONLY },
+  409: {
+    description:
+      'Conflict: the user exists already, or was changed meanwhile (`error` "Conflict"); or the change would leave no enabled $admins member (`error` says so)',
+    mediaTypes: JSON_ONLY,
+  },
 };
 const FAILURE_SCHEMAS = { 404: CommandResponseSchema, 409: CommandResponseSchema };
 const COMMAND_RESPONSES = { 200: { description: 'Done', mediaTypes: JSON_ONLY }, ...COMMAND_FAILURES };
@@ -123,7 +127,8 @@ function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
         preValidation: canonicalizeBodyKeys(['LoginName', 'FullName', 'Groups', 'Password']),
       },
       async (req, reply) => {
-        if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+        const decision = await authorizeRequest(security, req, reply, 'admins');
+        if (!decision.allowed) return reply;
         const { LoginName: loginName, Password: password } = req.body;
         if (loginName === undefined || !isValidLoginName(loginName))
           return badRequest(reply, 'Invalid LoginName');
@@ -134,7 +139,7 @@ function registerUserListRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
           fullName: req.body.FullName ?? '',
           groups: req.body.Groups ?? [],
           password,
-        });
+        }, decision.principal?.login);
         if (result.kind !== 'ok') return commandFailure(reply, loginName, result);
         void reply.code(201).header('location', userUrl(req, loginName));
         return commandSuccess(loginName);
@@ -175,14 +180,15 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
       preValidation: canonicalizeBodyKeys(['FullName', 'Groups']),
     },
     async (req, reply) => {
-      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+      const decision = await authorizeRequest(security, req, reply, 'admins');
+      if (!decision.allowed) return reply;
       const { login } = req.params;
       const current = await security.getUser(login);
       if (current === undefined) return notFound(reply, login);
       const result = await security.updateUser(login, {
         fullName: req.body.FullName ?? current.fullName,
         groups: req.body.Groups ?? current.groups,
-      });
+      }, decision.principal?.login);
       return result.kind === 'ok' ? commandSuccess(login) : commandFailure(reply, login, result);
     },
   );
@@ -193,8 +199,9 @@ function registerUserItemRoutes(scope: ZodScope, { security }: UserRoutesDeps): 
       config: { responses: { 204: { description: 'Deleted' }, ...COMMAND_FAILURES } },
     },
     async (req, reply) => {
-      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
-      const result = await security.deleteUser(req.params.login);
+      const decision = await authorizeRequest(security, req, reply, 'admins');
+      if (!decision.allowed) return reply;
+      const result = await security.deleteUser(req.params.login, decision.principal?.login);
       if (result.kind !== 'ok') return commandFailure(reply, req.params.login, result);
       return reply.code(204).send();
     },
@@ -213,9 +220,10 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
     },
     config: { responses: COMMAND_RESPONSES },
     handler: async (req, reply) => {
-      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+      const decision = await authorizeRequest(security, req, reply, 'admins');
+      if (!decision.allowed) return reply;
       const { login, command } = req.params;
-      const result = await security.setUserDisabled(login, command === 'disable');
+      const result = await security.setUserDisabled(login, command === 'disable', decision.principal?.login);
       return result.kind === 'ok' ? commandSuccess(login) : commandFailure(reply, login, result);
     },
   });
@@ -232,12 +240,13 @@ function registerUserCommandRoutes(scope: ZodScope, { security }: UserRoutesDeps
       preValidation: canonicalizeBodyKeys(['NewPassword']),
     },
     async (req, reply) => {
-      if (!(await authorizeRequest(security, req, reply, 'admins')).allowed) return reply;
+      const decision = await authorizeRequest(security, req, reply, 'admins');
+      if (!decision.allowed) return reply;
       const { login } = req.params;
       const newPassword = req.body.NewPassword;
       if (newPassword === undefined || newPassword === '')
         return badRequest(reply, 'NewPassword is required');
-      const result = await security.resetPassword(login, newPassword);
+      const result = await security.resetPassword(login, newPassword, decision.principal?.login);
       return result.kind === 'ok' ? commandSuccess(login) : commandFailure(reply, login, result);
     },
   );
@@ -338,7 +347,9 @@ function commandFailure(
   const failure =
     result.kind === 'not-found'
       ? { code: 404, error: 'NotFound' }
-      : { code: 409, error: 'Conflict' };
+      : result.kind === 'last-admin'
+        ? { code: 409, error: result.message }
+        : { code: 409, error: 'Conflict' };
   return reply.code(failure.code).send({ loginName, success: false, error: failure.error });
 }
 

@@ -7,15 +7,18 @@
  * `$settings` defaults. A generation counter guards each cache against a read that started
  * before a concurrent change and finished after it.
  */
+import { randomUUID } from 'node:crypto';
+
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 
 import type { AuthResult, Authorizer, Principal, StreamAccess } from '../auth-types.js';
 import type { EventDb, StreamAcl } from '../../storage/event-db-types.js';
 import { EventDbError } from '../../errors.js';
+import { lastAdminRefusal } from './admin-guard.js';
 import { CredentialsCache } from './credentials-cache.js';
 import { parseBasicCredentials } from './http-auth.js';
-import { hashPassword, verifyPassword } from './password-hash.js';
+import { hashPassword, verifyPassword, type PasswordHash } from './password-hash.js';
 import {
   ALL_STREAM,
   effectiveRoles,
@@ -84,19 +87,25 @@ export interface Security extends Authorizer {
   ensureDefaultUsers(adminPassword: string, opsPassword: string, via?: EventDb): Promise<void>;
   listUsers(): Promise<UserDetails[]>;
   getUser(login: string): Promise<UserDetails | undefined>;
-  createUser(user: NewUser): Promise<UserWriteResult>;
+  /**
+   * User management. `actor` (the login asking) is logged at info with each change. Deleting,
+   * disabling or demoting the last enabled `$admins` member answers `last-admin`; changes are
+   * serialised, so two concurrent ones cannot each remove "the other" admin.
+   */
+  createUser(user: NewUser, actor?: string): Promise<UserWriteResult>;
   updateUser(
     login: string,
     change: { fullName: string; groups: readonly string[] },
+    actor?: string,
   ): Promise<UserWriteResult>;
-  setUserDisabled(login: string, disabled: boolean): Promise<UserWriteResult>;
-  resetPassword(login: string, newPassword: string): Promise<UserWriteResult>;
+  setUserDisabled(login: string, disabled: boolean, actor?: string): Promise<UserWriteResult>;
+  resetPassword(login: string, newPassword: string, actor?: string): Promise<UserWriteResult>;
   changePassword(
     login: string,
     currentPassword: string,
     newPassword: string,
   ): Promise<ChangePasswordResult>;
-  deleteUser(login: string): Promise<UserWriteResult>;
+  deleteUser(login: string, actor?: string): Promise<UserWriteResult>;
   /** Stops listening to the engine. */
   close(): void;
 }
@@ -128,6 +137,8 @@ class SecurityService implements Security {
   private readonly aclCache = new Map<string, StreamAcl | undefined>();
   private aclGeneration = 0;
   private settings: SystemSettings | undefined;
+  private userChanges: Promise<void> = Promise.resolve();
+  private dummyHashPromise: Promise<PasswordHash> | undefined;
   private readonly unsubscribe: () => void;
   /** A cluster member: the leader creates the default users, which reach this node by replication. */
   private readonly defaultUsersElsewhere: boolean;
@@ -235,11 +246,11 @@ class SecurityService implements Security {
     return stored === undefined ? undefined : toDetails(stored);
   }
 
-  createUser(user: NewUser): Promise<UserWriteResult> {
-    return this.createUserIn(this.db, user);
+  createUser(user: NewUser, actor?: string): Promise<UserWriteResult> {
+    return this.createUserIn(this.db, user, actor);
   }
 
-  private async createUserIn(db: EventDb, user: NewUser): Promise<UserWriteResult> {
+  private async createUserIn(db: EventDb, user: NewUser, actor?: string): Promise<UserWriteResult> {
     const record: UserRecord = {
       loginName: user.loginName,
       fullName: user.fullName,
@@ -247,31 +258,40 @@ class SecurityService implements Security {
       disabled: false,
       passwordHash: await hashPassword(user.password),
     };
-    const result = await createUser(db, record);
+    const result = await this.serialised(() => createUser(db, record));
     this.onUsersChanged();
+    this.logChange('user created', user.loginName, actor, result, { groups: record.groups });
     return result;
   }
 
-  updateUser(
+  async updateUser(
     login: string,
     change: { fullName: string; groups: readonly string[] },
+    actor?: string,
   ): Promise<UserWriteResult> {
-    return this.modifyUser(login, EVENT_TYPE_USER_UPDATED, async (r) => ({
+    const result = await this.modifyUser(login, EVENT_TYPE_USER_UPDATED, async (r) => ({
       ...r,
       fullName: change.fullName,
       groups: [...change.groups],
     }));
+    this.logChange('user updated', login, actor, result, { groups: change.groups });
+    return result;
   }
 
-  setUserDisabled(login: string, disabled: boolean): Promise<UserWriteResult> {
-    return this.modifyUser(login, EVENT_TYPE_USER_UPDATED, async (r) => ({ ...r, disabled }));
+  async setUserDisabled(login: string, disabled: boolean, actor?: string): Promise<UserWriteResult> {
+    const result = await this.modifyUser(login, EVENT_TYPE_USER_UPDATED, async (r) => ({ ...r, disabled }));
+    this.logChange(disabled ? 'user disabled' : 'user enabled', login, actor, result);
+    return result;
   }
 
-  resetPassword(login: string, newPassword: string): Promise<UserWriteResult> {
-    return this.modifyUser(login, EVENT_TYPE_PASSWORD_CHANGED, async (r) => ({
+  async resetPassword(login: string, newPassword: string, actor?: string): Promise<UserWriteResult> {
+    const passwordHash = await hashPassword(newPassword);
+    const result = await this.modifyUser(login, EVENT_TYPE_PASSWORD_CHANGED, async (r) => ({
       ...r,
-      passwordHash: await hashPassword(newPassword),
+      passwordHash,
     }));
+    this.logChange('user password reset', login, actor, result);
+    return result;
   }
 
   async changePassword(
@@ -284,14 +304,22 @@ class SecurityService implements Security {
     if (!(await verifyPassword(currentPassword, stored.record.passwordHash)))
       return { kind: 'wrong-password' };
     const next = { ...stored.record, passwordHash: await hashPassword(newPassword) };
-    const result = await writeUser(this.db, stored, next, EVENT_TYPE_PASSWORD_CHANGED);
+    const result = await this.serialised(() => writeUser(this.db, stored, next, EVENT_TYPE_PASSWORD_CHANGED));
     this.onUsersChanged();
+    this.logChange('user password changed', login, login, result);
     return result;
   }
 
-  async deleteUser(login: string): Promise<UserWriteResult> {
-    const result = await deleteUser(this.db, login);
+  async deleteUser(login: string, actor?: string): Promise<UserWriteResult> {
+    const result = await this.serialised(async (): Promise<UserWriteResult> => {
+      const stored = await readUser(this.db, login);
+      if (stored === undefined) return { kind: 'not-found' };
+      const refusal = await this.lastAdminCheck(login, undefined);
+      if (refusal !== undefined) return refusal;
+      return deleteUser(this.db, login);
+    });
     this.onUsersChanged();
+    this.logChange('user deleted', login, actor, result);
     return result;
   }
 
@@ -300,9 +328,14 @@ class SecurityService implements Security {
     eventType: string,
     change: (record: UserRecord) => Promise<UserRecord>,
   ): Promise<UserWriteResult> {
-    const stored = await readUser(this.db, login);
-    if (stored === undefined) return { kind: 'not-found' };
-    const result = await writeUser(this.db, stored, await change(stored.record), eventType);
+    const result = await this.serialised(async (): Promise<UserWriteResult> => {
+      const stored = await readUser(this.db, login);
+      if (stored === undefined) return { kind: 'not-found' };
+      const next = await change(stored.record);
+      const refusal = await this.lastAdminCheck(login, next);
+      if (refusal !== undefined) return refusal;
+      return writeUser(this.db, stored, next, eventType);
+    });
     this.onUsersChanged();
     return result;
   }
@@ -327,11 +360,55 @@ class SecurityService implements Security {
     }
   }
 
+  /** `last-admin` when the change would leave no enabled `$admins` member. */
+  private async lastAdminCheck(
+    login: string,
+    after: UserRecord | undefined,
+  ): Promise<UserWriteResult | undefined> {
+    const users = await this.listUsers();
+    const message = lastAdminRefusal(users, login, after);
+    return message === undefined ? undefined : { kind: 'last-admin', message };
+  }
+
+  /** Runs user changes one at a time (the last-admin rule reads all users, then writes one). */
+  private serialised<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.userChanges.then(run, run);
+    this.userChanges = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
+  /** Security-relevant changes at info: who did what to whom, and the outcome; never a secret. */
+  private logChange(
+    message: string,
+    loginName: string,
+    actor: string | undefined,
+    result: UserWriteResult,
+    extra: { groups?: readonly string[] } = {},
+  ): void {
+    const fields = { loginName, by: actor, result: result.kind, ...extra };
+    if (result.kind === 'ok') this.log.info(fields, message);
+    else this.log.info(fields, `${message}: refused`);
+  }
+
+  /**
+   * Every attempt costs one scrypt derivation, whether the login exists, is disabled or not: an
+   * unknown login is checked against a dummy hash, so answer times do not tell which logins exist.
+   */
   private async verifyCredentials(login: string, password: string): Promise<Principal | undefined> {
     const stored = await readUser(this.db, login);
-    if (stored === undefined || stored.record.disabled) return undefined;
-    if (!(await verifyPassword(password, stored.record.passwordHash))) return undefined;
+    const hash = stored?.record.passwordHash ?? (await this.dummyHash());
+    const matches = await verifyPassword(password, hash);
+    if (stored === undefined || stored.record.disabled || !matches) return undefined;
     return { login: stored.record.loginName, groups: [...stored.record.groups] };
+  }
+
+  /** A hash of a random password no one knows, made once, with the same parameters as real ones. */
+  private dummyHash(): Promise<PasswordHash> {
+    this.dummyHashPromise ??= hashPassword(randomUUID());
+    return this.dummyHashPromise;
   }
 
   private async streamAcl(stream: string): Promise<StreamAcl | undefined> {

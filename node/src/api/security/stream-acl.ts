@@ -28,7 +28,6 @@ export interface SystemSettings {
 
 const DEFAULT_USER_STREAM_ROLES: readonly string[] = [ROLE_ALL];
 const DEFAULT_SYSTEM_STREAM_ROLES: readonly string[] = [ROLE_ADMINS];
-const ALL_STREAM_READ_ROLES: readonly string[] = [ROLE_ALL];
 
 /** The stream whose ACL governs the request, and the ACL entry to consult. */
 export interface AclTarget {
@@ -56,9 +55,6 @@ export function effectiveRoles(
 ): readonly string[] {
   const own = streamAcl?.[access];
   if (own !== undefined) return own;
-  // The spec: reading `$all` needs user credentials, any user's (the caller requires them);
-  // its own metadata (`$$$all`) can still narrow it.
-  if (stream === ALL_STREAM && access === 'r') return ALL_STREAM_READ_ROLES;
   const system = isSystemStream(stream);
   const fromSettings = (system ? settings.systemStreamAcl : settings.userStreamAcl)?.[access];
   if (fromSettings !== undefined) return fromSettings;

@@ -38,7 +38,11 @@ export interface StoredUser {
 }
 
 export type UserWriteResult =
-  { readonly kind: 'ok' } | { readonly kind: 'conflict' } | { readonly kind: 'not-found' };
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'conflict' }
+  | { readonly kind: 'not-found' }
+  /** Refused: the change would leave no enabled `$admins` member (see admin-guard.ts). */
+  | { readonly kind: 'last-admin'; readonly message: string };
 
 export function userStreamName(login: string): string {
   return `${USER_STREAM_PREFIX}${login}`;

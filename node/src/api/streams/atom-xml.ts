@@ -9,11 +9,20 @@ import { toEventDto, type AtomLink } from './entry.js';
 export const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
 const ATOM_NS = 'http://www.w3.org/2005/Atom';
 
+// Characters no XML 1.0 document may hold, not even as a character reference.
+const NOT_XML_CHARACTER = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Text as XML character data. Characters XML cannot carry (names are refused at the edge, but an
+ * event type or a non-JSON body may hold them) become U+FFFD, so every document stays well-formed.
+ */
 export function escapeXml(text: string): string {
-  return text.replace(
-    /[<>&"']/g,
-    (c) => `&${{ '<': 'lt', '>': 'gt', '&': 'amp', '"': 'quot', "'": 'apos' }[c]};`,
-  );
+  return text
+    .replace(NOT_XML_CHARACTER, '\ufffd')
+    .replace(
+      /[<>&"']/g,
+      (c) => `&${{ '<': 'lt', '>': 'gt', '&': 'amp', '"': 'quot', "'": 'apos' }[c]};`,
+    );
 }
 
 /** XML names cannot hold every JSON key; unsafe characters become `_`. */

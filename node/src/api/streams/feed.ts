@@ -124,7 +124,10 @@ export interface AllPage {
   readonly requestedPosition: AllPosition;
   readonly nextPosition: AllPosition;
   readonly isEnd: boolean;
+  /** The events the reader may see (those of streams whose ACL denies it are left out). */
   readonly events: readonly RecordedEvent[];
+  /** How many events the read returned before that filtering (default: `events.length`). */
+  readonly readEventCount?: number;
   readonly eTag: string | undefined;
 }
 
@@ -150,7 +153,8 @@ export function allFeedLinks(page: AllPage, baseUrl: string): AtomLink[] {
       : older.commitPosition === 0 && older.preparePosition === 0;
   if (!atStart)
     links.push({ uri: `${root}/${formatAllPosition(older)}/backward/${count}`, relation: 'next' });
-  if (!(page.direction === 'forward' && page.isEnd && page.events.length === 0)) {
+  const readEventCount = page.readEventCount ?? page.events.length;
+  if (!(page.direction === 'forward' && page.isEnd && readEventCount === 0)) {
     links.push({
       uri: `${root}/${formatAllPosition(newer)}/forward/${count}`,
       relation: 'previous',

@@ -3,8 +3,11 @@
  * stream and single-event reads; `ES-ResolveLinkTos: false` turns it off; never for `$all` or
  * metastreams) a link is replaced by the event it points to, read with that stream's metadata
  * applied; a link whose target is gone stays a link (EventStoreDB's ForFailedResolvedLink).
+ * So does a link whose target's stream the reader may not read: a link never shows what the ACL
+ * of its target's stream denies.
  */
 import type { EventDb, RecordedEvent } from '../../storage/event-db-types.js';
+import type { ReadDecisions } from '../security/read-authorization.js';
 
 export const LINK_EVENT_TYPE = '$>';
 
@@ -38,19 +41,28 @@ export function parseLink(data: Buffer): { stream: string; eventNumber: number }
 }
 
 /** Resolves one event: events other than links, and links with data that is not `N@stream`, stay as they are. */
-export async function resolveLink(db: EventDb, event: RecordedEvent): Promise<FeedItem> {
+export async function resolveLink(
+  db: EventDb,
+  event: RecordedEvent,
+  decisions: ReadDecisions,
+): Promise<FeedItem> {
   if (event.eventType !== LINK_EVENT_TYPE) return event;
   const target = parseLink(event.data);
   if (target === undefined) return event;
   const result = await db.readEvent(target.stream, target.eventNumber);
-  return { kind: 'link', link: event, target: result.kind === 'success' ? result.event : undefined };
+  const found = result.kind === 'success' ? result.event : undefined;
+  return { kind: 'link', link: event, target: await decisions.linkTarget(found) };
 }
 
-export async function resolveLinks(db: EventDb, events: readonly RecordedEvent[]): Promise<FeedItem[]> {
+export async function resolveLinks(
+  db: EventDb,
+  events: readonly RecordedEvent[],
+  decisions: ReadDecisions,
+): Promise<FeedItem[]> {
   const out: FeedItem[] = new Array(events.length);
   for (let index = 0; index < events.length; index++) {
     const event = events[index] as RecordedEvent;
-    out[index] = event.eventType === LINK_EVENT_TYPE ? await resolveLink(db, event) : event;
+    out[index] = event.eventType === LINK_EVENT_TYPE ? await resolveLink(db, event, decisions) : event;
   }
   return out;
 }

@@ -1,11 +1,13 @@
 /**
  * The `$all` feed: every event of the log in commit order, system events included, and deleted
  * or expired events until a scavenge removes them. Reading it needs credentials and read access
- * to `$all`. Positions are EventStoreDB's 32-hex-digit commit+prepare tokens.
+ * to `$all` (`$admins` unless `$$$all` grants more), and shows only the events of streams the
+ * reader may read. Positions are EventStoreDB's 32-hex-digit commit+prepare tokens.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AllPosition, ReadAllResult } from '../../storage/event-db-types.js';
 import { badRequest } from '../error-handler.js';
+import { readDecisions } from '../security/read-authorization.js';
 import { feedXml } from './atom-xml.js';
 import { parseEmbed } from './entry.js';
 import { allFeed, parseAllPosition, type AllPage } from './feed.js';
@@ -16,7 +18,7 @@ import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
 import {
   ALL_STREAM,
   authorizeStream,
-  CACHE_FOREVER,
+  CACHE_FOREVER_PRIVATE,
   CACHE_NEVER,
   eTagValue,
   isNotModified,
@@ -56,7 +58,9 @@ export async function handleAllFeed(
   const count = parseCount(params.count);
   readResolveLinkTos(request);
   const longPollSeconds = params.direction === 'forward' ? readLongPollSeconds(request) : undefined;
-  await authorizeStream(context, request, ALL_STREAM, 'r', { requireAuthenticated: true });
+  const principal = await authorizeStream(context, request, ALL_STREAM, 'r', {
+    requireAuthenticated: true,
+  });
 
   // The writer checkpoint (the committed end of the log) is taken before the read, so the
   // `previous` link of a head page starts at or before the newest event shown: a client may see
@@ -86,18 +90,23 @@ export async function handleAllFeed(
       watcher.dispose();
     }
   }
+  // Whom the ACL of `$all` admits still sees only the events of streams it may read: the page
+  // keeps its positions (the next page starts after the events left out), not those events.
+  const events = await readDecisions(context.authorizer, principal).filter(result.events);
   const page: AllPage = {
     direction: params.direction,
     count,
     requestedPosition: requested,
     nextPosition: result.nextPosition,
     isEnd: result.isEnd,
-    events: result.events,
+    events,
+    readEventCount: result.events.length,
     eTag,
   };
   if (eTag !== undefined) reply.header('etag', `"${eTag}"`);
   const fullPage = result.events.length === count && position !== 'head';
-  reply.header('cache-control', fullPage ? CACHE_FOREVER : CACHE_NEVER);
+  // What a page shows depends on who reads it: shared caches must not keep it.
+  reply.header('cache-control', fullPage ? CACHE_FOREVER_PRIVATE : CACHE_NEVER);
   const feed = allFeed(page, { baseUrl: requestBaseUrl(request), embed: parseEmbed(query.embed) });
   return sendDocument(reply, mediaType, feed, () => feedXml(feed));
 }

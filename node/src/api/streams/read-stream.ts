@@ -19,6 +19,7 @@ import {
 } from './media-types.js';
 import { readLongPollSeconds, readResolveLinkTos } from './request-headers.js';
 import { isResolvedLink, resolveLink, resolveLinks, type FeedItem } from './link-resolution.js';
+import { readDecisions } from '../security/read-authorization.js';
 import {
   authorizeStream,
   CACHE_FOREVER,
@@ -99,7 +100,7 @@ export async function handleStreamFeed(
   const resolve = readResolveLinkTos(request) && !params.stream.startsWith('$$');
   const longPollSeconds =
     params.direction === 'forward' || from === 'head' ? readLongPollSeconds(request) : undefined;
-  await authorizeStream(context, request, params.stream, 'r');
+  const principal = await authorizeStream(context, request, params.stream, 'r');
   if (negotiated.mediaType === MediaType.DescriptionDocJson) {
     const groups = context.subscriptionGroups?.(params.stream) ?? [];
     const body = JSON.stringify(descriptionDocument(params.stream, groups), null, 2);
@@ -133,7 +134,9 @@ export async function handleStreamFeed(
     mediaType: negotiated.mediaType,
     embed: query.embed,
     result,
-    items: resolve ? await resolveLinks(context.db, result.events) : result.events,
+    items: resolve
+      ? await resolveLinks(context.db, result.events, readDecisions(context.authorizer, principal))
+      : result.events,
   });
 }
 
@@ -230,7 +233,7 @@ export async function handleReadEvent(
   if (negotiated === undefined) return sendNotAcceptable(reply);
   const eventNumber = parseEventNumber(params.event, true);
   const resolve = readResolveLinkTos(request) && !params.stream.startsWith('$$');
-  await authorizeStream(context, request, params.stream, 'r');
+  const principal = await authorizeStream(context, request, params.stream, 'r');
   const result = await context.db.readEvent(
     params.stream,
     eventNumber === 'head' ? -1 : eventNumber,
@@ -242,8 +245,10 @@ export async function handleReadEvent(
     case 'event-not-found':
       return sendNotFound(reply);
     case 'success': {
-      const item = resolve ? await resolveLink(context.db, result.event) : result.event;
-      // A link whose target is gone reads as not found.
+      const item = resolve
+        ? await resolveLink(context.db, result.event, readDecisions(context.authorizer, principal))
+        : result.event;
+      // A link whose target is gone, or may not be read by this reader, reads as not found.
       if (isResolvedLink(item) && item.target === undefined) return sendNotFound(reply);
       reply.header('cache-control', eventNumber === 'head' ? CACHE_NEVER : CACHE_FOREVER);
       return sendEvent(reply, negotiated.mediaType, item, {

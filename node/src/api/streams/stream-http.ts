@@ -21,6 +21,8 @@ export interface StreamsContext {
 
 export const ALL_STREAM = '$all';
 export const CACHE_FOREVER = 'max-age=31536000, public';
+/** A page that never changes but whose content depends on the reader (`$all`). */
+export const CACHE_FOREVER_PRIVATE = 'max-age=31536000, private';
 export const CACHE_NEVER = 'max-age=0, no-cache, must-revalidate';
 
 function firstHeader(request: FastifyRequest, name: string): string | undefined {

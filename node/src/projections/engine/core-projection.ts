@@ -36,7 +36,7 @@ import { isPartitioned, type ReaderKind, type SourceDefinition } from '../source
 import type { EmittedSpec } from '../system/system-handlers.js';
 import { EmittedStreams, type EmittedEvent } from './emitted-streams.js';
 import { classify, eventBytes, streamPartition } from './event-filter.js';
-import { CommitWatch, createReader, type EventReader, type ReaderPage, type SourceEvent } from './event-reader.js';
+import { CommitWatch, createReader, type EventReader, type LinkTargetCheck, type ReaderPage, type SourceEvent } from './event-reader.js';
 import type { HandlerItem, HandlerOutput, ProjectionHandler } from './handler.js';
 
 export interface CoreProjectionConfig {
@@ -55,6 +55,8 @@ export interface CoreProjectionOptions {
   readonly log: Logger;
   readonly handler: ProjectionHandler;
   readonly reader: ReaderKind;
+  /** Set for a projection run by a user outside `$admins`/`$ops`: which link targets it may read. */
+  readonly mayReadLinkTarget?: LinkTargetCheck;
   readonly version: ProjectionVersion;
   readonly emitEnabled: boolean;
   readonly checkpointsEnabled: boolean;
@@ -196,7 +198,7 @@ export class CoreProjection {
   private async run(): Promise<void> {
     try {
       await this.loadCheckpoint();
-      this.reader = createReader(this.options.db, this.options.reader, this.tag, this.options.watch);
+      this.reader = createReader(this.options.db, this.options.reader, this.tag, this.options.watch, this.options.mayReadLinkTarget);
       const reader = this.reader;
       let next: { since: number; page: Promise<ReaderPage> } | undefined;
       const readNext = (): { since: number; page: Promise<ReaderPage> } => {

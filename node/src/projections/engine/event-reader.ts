@@ -95,10 +95,18 @@ export function parseLinkTarget(data: Buffer): { stream: string; eventNumber: nu
 }
 
 /** Resolves a `$>` event to its target; unresolvable links come back as themselves with no link. */
-export async function resolveLink(db: EventDb, record: RecordedEvent): Promise<SourceEvent> {
+/**
+ * May the projection's user read the target's stream? A projection run by a user outside
+ * `$admins`/`$ops` resolves a link only to a target it may read; other links stay links, as
+ * links whose target is gone do, so the projection never sees what the target's ACL denies.
+ */
+export type LinkTargetCheck = (stream: string) => Promise<boolean>;
+
+export async function resolveLink(db: EventDb, record: RecordedEvent, mayRead?: LinkTargetCheck): Promise<SourceEvent> {
   if (record.eventType !== EventTypes.LinkTo) return { event: record, link: undefined, position: record };
   const target = parseLinkTarget(record.data);
   if (target === undefined) return { event: record, link: undefined, position: record };
+  if (mayRead !== undefined && !(await mayRead(target.stream))) return { event: record, link: record, position: record };
   const result = await db.readEvent(target.stream, target.eventNumber);
   if (result.kind !== 'success') return { event: record, link: record, position: record };
   return { event: result.event, link: record, position: record };
@@ -138,7 +146,7 @@ class StreamReader implements EventReader {
   private last: number;
   private lastEventNumber = -1;
 
-  constructor(private readonly db: EventDb, private readonly stream: string, from: number) {
+  constructor(private readonly db: EventDb, private readonly stream: string, from: number, private readonly mayRead?: LinkTargetCheck) {
     this.last = from;
   }
 
@@ -149,7 +157,7 @@ class StreamReader implements EventReader {
     const events: SourceEvent[] = [];
     for (const record of result.events) {
       if (record.eventNumber <= this.last) continue;
-      events.push(await resolveLink(this.db, record));
+      events.push(await resolveLink(this.db, record, this.mayRead));
       this.last = record.eventNumber;
     }
     // Events expired or truncated away leave gaps: jump to where the read says the next one is.
@@ -167,8 +175,8 @@ class MultiStreamReader implements EventReader {
   private readonly readers: Map<string, StreamReader>;
   private readonly buffers = new Map<string, SourceEvent[]>();
 
-  constructor(db: EventDb, from: CheckpointTag & { mode: 'streams' }, streams: readonly string[], private readonly watch: CommitWatch) {
-    this.readers = new Map(streams.map((s) => [s, new StreamReader(db, s, from.streams[s] ?? -1)]));
+  constructor(db: EventDb, from: CheckpointTag & { mode: 'streams' }, streams: readonly string[], private readonly watch: CommitWatch, mayRead?: LinkTargetCheck) {
+    this.readers = new Map(streams.map((s) => [s, new StreamReader(db, s, from.streams[s] ?? -1, mayRead)]));
     for (const s of streams) this.buffers.set(s, []);
   }
 
@@ -217,12 +225,12 @@ export type ReaderSource =
   | { readonly kind: 'stream'; readonly stream: string }
   | { readonly kind: 'streams'; readonly streams: readonly string[] };
 
-export function createReader(db: EventDb, source: ReaderSource, from: CheckpointTag, watch: CommitWatch): EventReader {
+export function createReader(db: EventDb, source: ReaderSource, from: CheckpointTag, watch: CommitWatch, mayRead?: LinkTargetCheck): EventReader {
   if (source.kind === 'all') {
     if (from.mode !== 'position') throw new Error('a $all projection needs a position checkpoint');
     return new AllReader(db, from, watch);
   }
   if (from.mode !== 'streams') throw new Error('a stream projection needs a stream checkpoint');
-  if (source.kind === 'stream') return new StreamReader(db, source.stream, from.streams[source.stream] ?? -1);
-  return new MultiStreamReader(db, from, source.streams, watch);
+  if (source.kind === 'stream') return new StreamReader(db, source.stream, from.streams[source.stream] ?? -1, mayRead);
+  return new MultiStreamReader(db, from, source.streams, watch, mayRead);
 }

@@ -150,8 +150,10 @@ export class ManagedProjection {
       return;
     }
     const oneTime = this.mode !== 'Continuous';
+    const mayReadLinkTarget = this.linkTargetCheck();
     const core = new CoreProjection({
       name: this.name,
+      ...(mayReadLinkTarget === undefined ? {} : { mayReadLinkTarget }),
       db: this.services.db,
       watch: this.services.watch,
       log: this.services.log,
@@ -188,14 +190,21 @@ export class ManagedProjection {
    * (a transient query) may only read streams that user may read.
    */
   private async checkReadAccess(streams: readonly string[]): Promise<void> {
+    const mayRead = this.linkTargetCheck();
+    if (mayRead === undefined) return;
+    for (const stream of streams) {
+      if (!(await mayRead(stream))) throw new Error(`Not authorized: ${this.persisted.runAs?.name ?? ''} may not read ${stream}`);
+    }
+  }
+
+  /** The read check of a projection run by a user outside $admins/$ops; undefined: no limit. */
+  private linkTargetCheck(): ((stream: string) => Promise<boolean>) | undefined {
     const runAs = this.persisted.runAs;
     const canRead = this.services.canRead;
-    if (canRead === undefined || runAs === null) return;
-    if (runAs.name === 'admin' || runAs.name === 'ops' || runAs.roles.some((r) => OPERATOR_GROUPS.includes(r))) return;
-    for (const stream of streams) {
-      if (!(await canRead({ login: runAs.name, groups: runAs.roles }, stream)))
-        throw new Error(`Not authorized: ${runAs.name} may not read ${stream}`);
-    }
+    if (canRead === undefined || runAs === null) return undefined;
+    if (runAs.name === 'admin' || runAs.name === 'ops' || runAs.roles.some((r) => OPERATOR_GROUPS.includes(r))) return undefined;
+    const user = { login: runAs.name, groups: runAs.roles };
+    return (stream) => canRead(user, stream);
   }
 
   private async createHandler(): Promise<ProjectionHandler> {

@@ -38,8 +38,14 @@ export class ProjectionError extends Error {
 export interface RunAs {
   readonly name: string;
   readonly roles: readonly string[];
-  /** Member of $admins or $ops. */
+  /** Member of $admins or $ops: may enable, disable, abort and reset persistent projections. */
   readonly isOperator: boolean;
+  /**
+   * Member of $admins: may also create, redefine (query, config) and delete them. `$ops` may not:
+   * a projection reads every stream it names, system streams and `$all` included, and `$ops`
+   * may not read system streams (README, "Credentials"). Absent: treated as false.
+   */
+  readonly isAdmin?: boolean;
 }
 
 export interface ManagerOptions {
@@ -226,10 +232,14 @@ export class ProjectionManager {
     return projection;
   }
 
-  /** Non-transient projections need $admins or $ops to change (RunAs.ValidateRunAs). */
-  private authorizeWrite(mode: ProjectionMode, runAs: RunAs | undefined): void {
-    if (mode !== 'Transient' && (runAs === undefined || !runAs.isOperator))
-      throw new ProjectionError('not-authorized', 'Not authorized');
+  /**
+   * Non-transient projections: `operate` (enable, disable, abort, reset) needs $admins or $ops;
+   * `define` (create, change the query or config, delete) needs $admins.
+   */
+  private authorizeWrite(mode: ProjectionMode, runAs: RunAs | undefined, action: 'operate' | 'define'): void {
+    if (mode === 'Transient') return;
+    const allowed = action === 'define' ? runAs?.isAdmin === true : runAs?.isOperator === true;
+    if (!allowed) throw new ProjectionError('not-authorized', 'Not authorized');
   }
 
   has(name: string): boolean {
@@ -237,7 +247,7 @@ export class ProjectionManager {
   }
 
   async create(options: CreateOptions, runAs: RunAs | undefined): Promise<string> {
-    this.authorizeWrite(options.mode, runAs);
+    this.authorizeWrite(options.mode, runAs, 'define');
     const name = options.name === undefined || options.name === '' ? (options.mode === 'Continuous' ? '' : randomUUID()) : options.name;
     if (name.trim() === '') throw new ProjectionError('failed', 'Projection name is required');
     const handlerType = options.handlerType === '' ? 'JS' : options.handlerType;
@@ -268,7 +278,7 @@ export class ProjectionManager {
 
   async updateQuery(name: string, query: string, handlerType: string | undefined, emitEnabled: boolean | undefined, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'define');
     await projection.serialize(async () => {
       const wasRunning = projection.isRunning;
       await projection.stop();
@@ -286,7 +296,7 @@ export class ProjectionManager {
 
   async enable(name: string, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'operate');
     await projection.serialize(async () => {
       if (projection.enabled && projection.isRunning) return;
       await projection.stop();
@@ -298,7 +308,7 @@ export class ProjectionManager {
 
   async disable(name: string, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'operate');
     await projection.serialize(async () => {
       projection.persisted = { ...projection.persisted, enabled: false };
       await this.persist(projection);
@@ -308,7 +318,7 @@ export class ProjectionManager {
 
   async abort(name: string, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'operate');
     await projection.serialize(async () => {
       projection.persisted = { ...projection.persisted, enabled: false };
       await this.persist(projection);
@@ -319,7 +329,7 @@ export class ProjectionManager {
   /** A new epoch: the checkpoint and what was emitted before are left behind; restarts when enabled. */
   async reset(name: string, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'operate');
     await projection.serialize(async () => {
       await projection.stop();
       const version = projection.persisted.version + 1;
@@ -337,7 +347,7 @@ export class ProjectionManager {
     const projection = this.get(name);
     if (isSystemProjection(name))
       throw new ProjectionError('failed', "We currently don't allow for the deletion of System Projections.");
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'define');
     await projection.serialize(async () => {
       if (projection.state !== 'Stopped' && projection.state !== 'Faulted' && projection.state !== 'Aborted' && projection.mode !== 'Transient')
         throw new ProjectionError('failed', "Cannot delete a projection that hasn't been stopped or faulted.");
@@ -383,7 +393,7 @@ export class ProjectionManager {
 
   async updateConfig(name: string, config: ProjectionConfig, runAs: RunAs | undefined): Promise<void> {
     const projection = this.get(name);
-    this.authorizeWrite(projection.mode, runAs);
+    this.authorizeWrite(projection.mode, runAs, 'define');
     await projection.serialize(async () => {
       if (projection.state !== 'Stopped' && projection.state !== 'Faulted' && projection.state !== 'Aborted' && projection.state !== 'Completed' && projection.mode !== 'Transient')
         throw new ProjectionError('failed', "Cannot update the config of a projection that hasn't been stopped or faulted.");
