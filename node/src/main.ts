@@ -373,6 +373,7 @@ async function startNode(
     ...(member === undefined ? {} : {
       leadership: {
         isLeader: () => member.node.isLeader,
+        readOnlyReplica: config.readOnlyReplica,
         leaderEndpoint: () => {
           const leader = member.node.leaderElsewhere();
           return leader === undefined ? undefined : { host: leader.httpEndPointIp, port: leader.httpEndPointPort };

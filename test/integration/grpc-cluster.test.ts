@@ -1,8 +1,8 @@
 /**
  * The official Node client against a real 3-node cluster over gRPC: given every member's
- * address it finds the leader through Gossip.Read and writes there; a follower serves reads
- * but answers a requires-leader call (and any write) with NotLeader carrying the leader's
- * endpoint, which the client reports.
+ * address it finds the leader through Gossip.Read and writes there; a follower serves reads,
+ * forwards writes to the leader, and answers a requires-leader call with NotLeader carrying the
+ * leader's endpoint, which the client reports.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDBClient, jsonEvent, type ResolvedEvent } from '@kurrent/kurrentdb-client';
@@ -63,6 +63,32 @@ describe('a 3-node cluster over gRPC', () => {
       expect(error).toMatchObject({ type: 'not-leader', leader: { address: leader.spec.ip, port: leader.spec.httpPort } });
     } finally {
       await client.dispose();
+    }
+  });
+
+  it('a follower forwards writes without requires-leader to the leader', async () => {
+    const leader = await cluster.leader();
+    const follower = cluster.members.find((m) => m !== leader)!;
+    const client = KurrentDBClient.connectionString(`kurrentdb://${follower.spec.ip}:${follower.spec.httpPort}?tls=false&nodePreference=follower`);
+    try {
+      const first = await client.appendToStream('cluster-grpc-3', jsonEvent({ type: 'F1', data: {} }), { requiresLeader: false });
+      expect(first.nextExpectedRevision).toBe(0n);
+      const batch = await client.appendToStream('cluster-grpc-3', [jsonEvent({ type: 'F2', data: {} }), jsonEvent({ type: 'F3', data: {} })], { requiresLeader: false, streamState: 0n });
+      expect(batch.nextExpectedRevision).toBe(2n);
+      // The leader's own checks still apply to a forwarded write.
+      await expect(client.appendToStream('cluster-grpc-3', jsonEvent({ type: 'F4', data: {} }), { requiresLeader: false, streamState: 0n }))
+        .rejects.toMatchObject({ type: 'wrong-expected-version' });
+      await client.appendToStream('cluster-grpc-4', jsonEvent({ type: 'D', data: {} }), { requiresLeader: false });
+      await client.deleteStream('cluster-grpc-4', { requiresLeader: false });
+    } finally {
+      await client.dispose();
+    }
+    const onLeader = KurrentDBClient.connectionString(`kurrentdb://${leader.spec.ip}:${leader.spec.httpPort}?tls=false`);
+    try {
+      expect((await collect(onLeader.readStream('cluster-grpc-3', { requiresLeader: true }))).map((e) => e.event!.type)).toEqual(['F1', 'F2', 'F3']);
+      await expect(collect(onLeader.readStream('cluster-grpc-4', { requiresLeader: true }))).rejects.toMatchObject({ type: 'stream-not-found' });
+    } finally {
+      await onLeader.dispose();
     }
   });
 });

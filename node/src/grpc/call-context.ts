@@ -1,8 +1,9 @@
 /**
  * What every call needs before it reaches a capability: who is calling (Basic credentials per
  * call, checked by the same security service and users as the HTTP API) and whether this node
- * may serve it (`requires-leader` and writes on a follower answer NotLeader with the leader's
- * endpoint, which the clients follow).
+ * may serve it (`requires-leader` on a follower, and writes on a read-only replica, answer
+ * NotLeader with the leader's endpoint, which the clients follow; other writes on a follower go
+ * to the leader through the cluster's database layer, as HTTP writes do).
  *
  * Insecure mode behaves as the original's: authentication and authorisation are off, every
  * call acts as the system (the clients send no credentials over plain HTTP/2).
@@ -20,6 +21,8 @@ export interface Leadership {
   isLeader(): boolean;
   /** Where clients reach the leader (advertised HTTP endpoint), when one is known. */
   leaderEndpoint(): { readonly host: string; readonly port: number } | undefined;
+  /** A read-only replica forwards no writes: they answer NotLeader. */
+  readonly readOnlyReplica?: boolean;
 }
 
 export interface CallContextDeps {
@@ -58,7 +61,8 @@ export class CallGuard {
   checkLeader(headers: Headers, write: boolean): void {
     const leadership = this.deps.leadership;
     if (leadership === undefined || leadership.isLeader()) return;
-    if (!write && headers.get('requires-leader') !== 'true') return;
+    // A follower's database forwards writes to the leader (and holds them through an election).
+    if (headers.get('requires-leader') !== 'true' && !(write && leadership.readOnlyReplica === true)) return;
     const leader = leadership.leaderEndpoint();
     if (leader === undefined) throw new ConnectError('No leader is known: the cluster is electing one', Code.Unavailable);
     throw notLeader(leader.host, leader.port);

@@ -132,7 +132,7 @@ export function streamsService(deps: StreamsServiceDeps): Implementation {
     async *batchAppend(requests, context): AsyncGenerator<BatchAppendResp> {
       let principal: Principal | undefined;
       try {
-        // A follower serves no writes: the whole call answers NotLeader, which the clients follow.
+        // requires-leader on a follower (or a read-only replica): the whole call answers NotLeader, which the clients follow.
         guard.checkLeader(context.requestHeader, true);
         principal = await guard.principal(context.requestHeader);
       } catch (err) {
@@ -493,7 +493,7 @@ async function* batchAppend(
     const fail = (status: Status): BatchAppendResp => create(BatchAppendRespSchema, { ...base, result: { case: 'error', value: status } });
     if (batch.failure !== undefined) return fail(batch.failure);
     try {
-      // Leadership lost while the stream is open: the call ends with NotLeader (no Status form for it).
+      // requires-leader and leadership lost while the stream is open: the call ends with NotLeader (no Status form for it).
       try {
         guard.checkLeader(context.requestHeader, true);
       } catch (err) {
