@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build test test-tools test-unit test-integration run-node bench check typecheck clean
+.PHONY: help deps build web test test-tools test-unit test-integration run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -19,8 +19,13 @@ $(NPM_STAMP): package.json package-lock.json
 
 deps: $(NPM_STAMP) ## install npm dependencies (npm ci) when package-lock.json changed
 
-build: deps ## compile TypeScript to dist/
+build: deps ## compile TypeScript to dist/ and the web interface to dist/node/web/
 	npx tsc -p tsconfig.json
+	@$(MAKE) --no-print-directory web
+
+web: deps ## the web interface only (node/web/): type-check, then bundle with Vite into dist/node/web/
+	npx tsc -p node/web/tsconfig.json
+	npx vite build --config node/web/vite.config.ts
 
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
@@ -29,8 +34,9 @@ test: build test-tools ## all tests that run on this machine (unit, integration,
 	@rm -f .local/test-outcome.txt
 	@npx vitest run --config test/vitest.config.ts; rc=$$?; cat .local/test-outcome.txt 2>/dev/null || echo 'no test outcome written'; exit $$rc
 
-test-tools: ## programs the tests run besides Node.js (lua5.4 for the Argo CD health checks), from Debian when missing and root
+test-tools: ## programs the tests run besides Node.js (lua5.4 for the Argo CD health checks, Chromium for the web interface's browser tests), from Debian when missing and root
 	@command -v lua5.4 >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q lua5.4 >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q lua5.4 >/dev/null 2>&1; }; }; } || echo 'lua5.4 could not be installed: the Argo CD health checks are skipped'
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || echo 'chromium could not be installed: the browser tests (test/browser/) fail'
 
 test-unit: build ## unit tests only
 	npx vitest run --config test/vitest.config.ts --project unit

@@ -30,6 +30,7 @@ import { registerStatsRoutes } from './routes/stats.js';
 import type { StatsTree } from './routes/stats-sampler.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
+import { registerWebRoutes } from './routes/web.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
 import type { LastReload, ReloadOutcome } from '../reload/reload.js';
@@ -192,6 +193,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   }
   if (deps.projections !== undefined)
     registerProjectionsRoutes(app, { security, projections: deps.projections });
+  registerWebRoutes(app);
   return app;
 }
 
