@@ -50,7 +50,14 @@ function Scavenges() {
               const r = await request('/admin/scavenge', { method: 'POST' });
               current.reload();
               history.reload();
-              return `Scavenge started: ${(await r.text()).replace(/^ScavengeId:\s*/, '')}`;
+              const body = (await r.text()).trim();
+              let id = body.replace(/^ScavengeId:\s*/, '');
+              try {
+                id = String((JSON.parse(body) as { scavengeId?: unknown }).scavengeId ?? id);
+              } catch {
+                // the plain-text answer: "ScavengeId: <id>"
+              }
+              return `Scavenge started: ${id}`;
             })
           }
         >
