@@ -79,7 +79,7 @@ export function Dashboard({ session }: { session: Session }) {
             </>
           )}
         </dl>
-        {session.operator && (
+        {session.operator && info.value?.state === 'leader' && (
           <p>
             <button type="button" disabled={resign.busy} onClick={() => resign.run(async () => { await request('/admin/node/resign', { method: 'POST' }); return 'Resign requested: the cluster elects another leader.'; })}>
               Resign leadership
