@@ -134,7 +134,7 @@ describe('logging in', () => {
     await page.goto(`${node.baseUrl}/web/#/dashboard`);
     await page.reload();
     await logInAgain(page);
-    await expect.poll(() => page.locator('figure.chart canvas').count()).toBe(6);
+    await expect.poll(() => page.locator('figure.chart canvas').count()).toBe(7);
     await expect.poll(async () => page.locator('figure.chart .u-legend').first().textContent(), { timeout: 15_000 }).toMatch(/bytes\/s/);
     await page.waitForTimeout(6500);
     await screenshot(page, 'dashboard');

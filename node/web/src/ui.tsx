@@ -114,5 +114,5 @@ export function formatBytes(n: number): string {
     n /= 1024;
     i++;
   }
-  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+  return `${n.toFixed(i === 0 && Number.isInteger(n) ? 0 : 1)} ${units[i]}`;
 }

@@ -22,8 +22,8 @@ interface Stats {
   sys: { freeMem: number; totalMem: number; drive?: Record<string, { usedBytes?: number; totalBytes?: number; availableBytes?: number; usage?: number | string }> };
   svc: {
     checksum: number;
-    queue: { length: number; totalItemsProcessed: number };
-    writer: { queuedFlushMessages: number };
+    queue: { length: number; totalItemsProcessed: number; avgProcessingTime: number };
+    writer: { queuedFlushMessages: number; lastFlushDelayMs: number };
     readIndex: { cachedRecord: number; notCachedRecord: number };
   };
 }
@@ -125,6 +125,7 @@ export function Dashboard({ session }: { session: Session }) {
         <Chart title="Log written per second" series={['bytes/s']} data={series.written ?? [[], []]} unit={formatBytes} />
         <Chart title="Reads per second" series={['records/s']} data={series.reads ?? [[], []]} />
         <Chart title="HTTP requests per second" series={['requests/s']} data={series.requests ?? [[], []]} />
+        <Chart title="Latency (ms)" series={['HTTP request (mean)', 'log flush (last)']} data={series.latency ?? [[], [], []]} />
         <Chart title="Queue lengths" series={['HTTP queue', 'writer flushes queued']} data={series.queues ?? [[], [], []]} />
         <Chart title="Memory" series={['JS heap', 'process (virtual)']} data={series.memory ?? [[], [], []]} unit={formatBytes} />
         <Chart title="Disk I/O per second" series={['read', 'written']} data={series.disk ?? [[], [], []]} unit={formatBytes} />
@@ -145,6 +146,8 @@ function toSeries(samples: Sample[]): Record<string, number[][]> {
   const mem: number[] = [];
   const diskRead: number[] = [];
   const diskWritten: number[] = [];
+  const httpLatency: number[] = [];
+  const flushLatency: number[] = [];
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1]!;
     const b = samples[i]!;
@@ -160,11 +163,14 @@ function toSeries(samples: Sample[]): Record<string, number[][]> {
     mem.push(b.stats.proc.mem);
     diskRead.push(rate(a.stats.proc.diskIo.readBytes, b.stats.proc.diskIo.readBytes));
     diskWritten.push(rate(a.stats.proc.diskIo.writtenBytes, b.stats.proc.diskIo.writtenBytes));
+    httpLatency.push(b.stats.svc.queue.avgProcessingTime);
+    flushLatency.push(b.stats.svc.writer.lastFlushDelayMs);
   }
   return {
     written: [t, written],
     reads: [t, reads],
     requests: [t, requests],
+    latency: [t, httpLatency, flushLatency],
     queues: [t, httpQueue, flushes],
     memory: [t, heap, mem],
     disk: [t, diskRead, diskWritten],
