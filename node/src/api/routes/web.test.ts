@@ -34,6 +34,7 @@ describe('registerWebRoutes', () => {
       expect([browser.statusCode, browser.headers.location]).toEqual([302, '/web/']);
       expect((await app.inject({ url: '/', headers: { accept: 'application/json' } })).statusCode).toBe(404);
       expect((await app.inject({ url: '/web' })).headers.location).toBe('/web/');
+      expect((await app.inject({ url: '/web/projections.htm' })).headers.location).toBe('/web/#/projections');
       const index = await app.inject({ url: '/web/' });
       expect(index.statusCode).toBe(200);
       expect(index.body).toContain('<title>EventDB</title>');

@@ -42,6 +42,8 @@ export function registerWebRoutes(app: FastifyInstance, options: WebRoutesOption
   }
   // `/web` answers a redirect to `/web/`, so that the pages' relative URLs resolve
   app.get('/web', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/web/', 302));
+  // where GET /projections sends a browser (EventStoreDB's old page): the projections page here
+  app.get('/web/projections.htm', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/web/#/projections', 302));
   void app.register(fastifyStatic, {
     root,
     prefix: '/web/',
