@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build web test test-tools test-unit test-integration run-node bench check typecheck clean
+.PHONY: help deps build web test test-tools test-unit test-integration test-browser run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -43,6 +43,9 @@ test-unit: build ## unit tests only
 
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
+
+test-browser: build test-tools ## the web interface's browser tests (Debian's Chromium, real nodes); screenshots in .local/web-screenshots/
+	npx vitest run --config test/vitest.config.ts --project browser
 
 #: SIM_SEEDS  seeds per cluster size for test-sim (default 1000)
 test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one
