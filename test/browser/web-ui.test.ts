@@ -384,7 +384,7 @@ describe('admin', () => {
     await screenshot(page, 'admin');
   });
 
-  it('creates a user who, not being an admin, is shown no admin actions; disables them', async () => {
+  it('creates a user who, not being an admin, is shown no admin actions; resets their password and disables them', async () => {
     const { page } = await open();
     await logIn(page, node.baseUrl, 'admin', 'changeit');
     await page.getByRole('link', { name: 'Admin' }).click();
@@ -410,13 +410,21 @@ describe('admin', () => {
     }
     expect(reader.errors).toEqual([]);
 
-    // disabled by the admin: the login is refused from then on
+    // the admin resets the password: the old one is refused, the new one admitted
     const row = page.getByTestId('users').locator('tr[data-login="ui-reader"]');
+    await row.getByLabel('New password for ui-reader').fill('reader-pw-2');
+    await row.getByRole('button', { name: 'Reset password' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Password of ui-reader reset');
+    const basicOf = (pw: string) => ({ headers: { authorization: `Basic ${Buffer.from(`ui-reader:${pw}`).toString('base64')}`, accept: 'application/json' } });
+    expect((await http('GET', '/users/ui-reader', basicOf('reader-pw'))).status).toBe(401);
+    expect((await http('GET', '/users/ui-reader', basicOf('reader-pw-2'))).status).toBe(200);
+
+    // disabled by the admin: the login is refused from then on
     await row.getByRole('button', { name: 'Disable' }).click();
     await expect.poll(() => row.textContent()).toContain('disabled');
     const again = await openPage(browser);
     try {
-      await logIn(again.page, node.baseUrl, 'ui-reader', 'reader-pw');
+      await logIn(again.page, node.baseUrl, 'ui-reader', 'reader-pw-2');
       await expect.poll(() => again.page.getByRole('alert').textContent()).toContain('Wrong user name or password');
     } finally {
       await again.close();
