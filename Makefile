@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build web test test-tools test-unit test-integration test-browser run-node bench check typecheck clean
+.PHONY: help deps build web proto test test-tools test-unit test-integration test-browser run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -26,6 +26,9 @@ build: deps ## compile TypeScript to dist/ and the web interface to dist/node/we
 web: deps ## the web interface only (node/web/): type-check, then bundle with Vite into dist/node/web/
 	npx tsc -p node/web/tsconfig.json
 	npx vite build --config node/web/vite.config.ts
+
+proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate
 
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit
