@@ -28,7 +28,7 @@ web: deps ## the web interface only (node/web/): type-check, then bundle with Vi
 	npx vite build --config node/web/vite.config.ts
 
 proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
-	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate --template node/proto/buf.gen.yaml
 
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit

@@ -227,6 +227,9 @@ async function startNode(
     ? await createClusterMember({
       config, engineOptions: engineOptions(config), engineDeps, instanceId, version, log,
       onStateChange: (state, previous) => onStateChange(state, previous),
+      // A new leader creates the default users before it reports Leader (it is not ready before).
+      // `security` exists by then: the node starts after the HTTP server listens.
+      prepareLeadership: (local) => security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword, local),
       // With TLS, gossip, elections and replication authenticate both ends by certificate.
       ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
     })
@@ -286,8 +289,6 @@ async function startNode(
     // The scavenge history's start-up work writes: once a leader can take it.
     if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
     if (state === 'Leader') {
-      void security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword)
-        .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
       void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
       void projections?.start().catch((err: unknown) => log.error({ err }, 'could not start the projections'));
       autoScavenge?.lead();
