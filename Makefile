@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build proto test test-tools test-unit test-integration run-node bench check typecheck clean
+.PHONY: help deps build web proto test test-tools test-unit test-integration test-browser run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -22,15 +22,21 @@ deps: $(NPM_STAMP) ## install npm dependencies (npm ci) when package-lock.json c
 # dist/ is up to date when it is newer than every TypeScript source, the tsconfig and the lock
 # file: `make run-node` then starts the node at once instead of compiling for ~40 s first.
 BUILD_STAMP := dist/.build-stamp
-TS_SOURCES := $(shell find node/src operator/src test -name '*.ts' -not -path '*/node_modules/*' 2>/dev/null)
+TS_SOURCES := $(shell find node/src node/web/src operator/src test \( -name '*.ts' -o -name '*.tsx' \) -not -path '*/node_modules/*' 2>/dev/null)
 
 $(BUILD_STAMP): $(NPM_STAMP) tsconfig.json $(TS_SOURCES)
 	npx tsc -p tsconfig.json
+	@$(MAKE) --no-print-directory web
 	@touch $(BUILD_STAMP)
 
-build: deps ## compile TypeScript to dist/
+build: deps ## compile TypeScript to dist/ and the web interface to dist/node/web/
 	npx tsc -p tsconfig.json
+	@$(MAKE) --no-print-directory web
 	@touch $(BUILD_STAMP)
+
+web: deps ## the web interface only (node/web/): type-check, then bundle with Vite into dist/node/web/
+	npx tsc -p node/web/tsconfig.json
+	npx vite build --config node/web/vite.config.ts
 
 proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
 	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate --template node/proto/buf.gen.yaml
@@ -42,16 +48,20 @@ test: build test-tools ## all tests that run on this machine (unit, integration,
 	@rm -f .local/test-outcome.txt
 	@npx vitest run --config test/vitest.config.ts; rc=$$?; cat .local/test-outcome.txt 2>/dev/null || echo 'no test outcome written'; exit $$rc
 
-test-tools: ## programs the tests run besides Node.js (nft for the partition test and lua5.4 for the Argo CD health checks, from Debian when missing and root; promtool from Go modules, cached)
+test-tools: ## programs the tests run besides Node.js (nft for the partition test, lua5.4 for the Argo CD health checks, Chromium for the web interface's browser tests, from Debian when missing and root; promtool from Go modules, cached)
 	@command -v go >/dev/null && test/k8s/build.sh prometheus >/dev/null || echo 'promtool could not be built (needs Go >= 1.26): the metrics and alert-rule tests fail'
 	@command -v nft >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q nftables >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q nftables >/dev/null 2>&1; }; }; } || echo 'nftables could not be installed: the network partition test fails'
 	@command -v lua5.4 >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q lua5.4 >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q lua5.4 >/dev/null 2>&1; }; }; } || echo 'lua5.4 could not be installed: the Argo CD health checks are skipped'
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || echo 'chromium could not be installed: the browser tests (test/browser/) fail'
 
 test-unit: build ## unit tests only
 	npx vitest run --config test/vitest.config.ts --project unit
 
 test-integration: build ## integration and crash tests (real node processes)
 	npx vitest run --config test/vitest.config.ts --project integration
+
+test-browser: build test-tools ## the web interface's browser tests (Debian's Chromium, real nodes); screenshots in .local/web-screenshots/
+	npx vitest run --config test/vitest.config.ts --project browser
 
 #: SIM_SEEDS  seeds per cluster size for test-sim (default 1000)
 test-sim: ## the seeded cluster simulation (elections, replication, crashes, partitions); SIM_SEED=<n> replays one

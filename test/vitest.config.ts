@@ -40,6 +40,17 @@ export default defineConfig({
         },
       },
       {
+        // The web interface in Debian's Chromium (playwright-core) against real node processes
+        // (`make test-tools` installs chromium). One file at a time: a browser and nodes each.
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
         // The operator against real node processes (contract tests of its node client).
         test: {
           name: 'operator',

@@ -104,10 +104,11 @@ export async function startNode(
     child.on('exit', (code) => resolveExit(code)),
   );
   const address = await new Promise<string>((resolveReady, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`node did not become ready:\n${output.join('\n')}`)),
-      60_000,
-    );
+    const timer = setTimeout(() => {
+      // the caller gets no handle on a node that never became ready: stop it here, or it outlives the test
+      child.kill('SIGKILL');
+      reject(new Error(`node did not become ready:\n${output.join('\n')}`));
+    }, 60_000);
     const onLine = (line: string): void => {
       output.push(line);
       if (line.includes('"msg":"ready"')) {

@@ -32,6 +32,7 @@ import type { NodeMetrics } from '../metrics/node-metrics.js';
 import type { StatsTree } from './routes/stats-sampler.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerUserRoutes } from './routes/users.js';
+import { registerWebRoutes } from './routes/web.js';
 import type { ScavengeService } from '../scavenge/scavenge-service.js';
 import type { PersistentSubscriptions } from '../subscriptions/service.js';
 import type { LastReload, ReloadOutcome } from '../reload/reload.js';
@@ -225,6 +226,7 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   }
   if (deps.projections !== undefined)
     registerProjectionsRoutes(app, { security, projections: deps.projections });
+  registerWebRoutes(app);
   return app;
 }
 
