@@ -45,6 +45,9 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
+          // after the unit, sim, integration and operator tiers: a browser beside their node processes
+          // on two cores starves both; before the k8s tier for the same reason
+          sequence: { groupOrder: 1 },
           testTimeout: 300_000,
           hookTimeout: 120_000,
           fileParallelism: false,
@@ -72,7 +75,7 @@ export default defineConfig({
           fileParallelism: false,
           // after the other tiers: their node processes and clusters time out when the kind
           // cluster's tests run beside them on two cores
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           testTimeout: 600_000,
           hookTimeout: 300_000,
         },
