@@ -52,7 +52,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   verbs: [get, list, watch, create, delete, patch]
 {{- if .Values.rbac.podExec }}
 # Certificate reload with tls.reload Signal: SIGHUP to the node (PID 1) through the exec API (a
-# WebSocket upgrade: authorized as create on pods/exec since Kubernetes 1.35, get before).
+# WebSocket upgrade, a GET: authorized as get on pods/exec, and since Kubernetes 1.35 as create too).
 - apiGroups: [""]
   resources: [pods/exec]
   verbs: [create, get]
