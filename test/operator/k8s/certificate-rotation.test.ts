@@ -42,6 +42,7 @@ import {
   patchCluster,
   runInCluster,
   secretValue,
+  LOCAL_OPERATOR,
   startOperator,
   startWriters,
   waitBackupCompleted,
@@ -470,5 +471,34 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     expect(summary.failedAttempts).toBe(0);
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
     for (const note of [...eventsOf(ns, 'CertificateReloadFailed'), ...fallbackEvents]) expect(note).not.toContain('[object');
+  }, 600_000);
+
+  // The fault of issue 27 as users met it: the chart's Role granted pods/exec create only, and the
+  // apiserver (Kubernetes >= 1.35) authorizes the exec WebSocket, a GET, as get and create.
+  it.skipIf(LOCAL_OPERATOR)('the RBAC of before (pods/exec create, no get): the denial in the apiserver words, and the Endpoint fallback at once', async () => {
+    const trusted = Object.keys((await api().get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${ns}/secrets/rot-ca`))?.data ?? {});
+    const ca = trusted.includes('third-ca.crt') ? caThird : trusted.includes('new-ca.crt') ? caNew : caOld;
+    const leafH = leaf(ns, ca, 'node-h.eventdb.test');
+    await operator?.stop();
+    operator = await startOperator({ watchNamespaces: [ns] });
+    const roles = await api().get<{ items: { metadata: { name: string }; rules: { resources?: string[]; verbs: string[] }[] }[] }>(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles?labelSelector=${encodeURIComponent('app.kubernetes.io/name=eventdb-operator')}`);
+    const role = roles?.items[0];
+    expect(role?.rules.some((rule) => rule.resources?.includes('pods/exec') && rule.verbs.includes('get') && rule.verbs.includes('create'))).toBe(true);
+    const rules = (role?.rules ?? []).map((rule) => (rule.resources?.includes('pods/exec') ? { ...rule, verbs: ['create'] } : rule));
+    await api().call('PATCH', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${role?.metadata.name ?? ''}`, { rules }, { patch: 'merge' });
+    const serviceAccount = `system:serviceaccount:${operator.namespace}:${kubectl(['get', 'deployment', '-n', operator.namespace, '-o', 'jsonpath={.items[0].spec.template.spec.serviceAccountName}']).stdout.trim()}`;
+    expect(kubectl(['auth', 'can-i', 'get', 'pods/exec', '-n', ns, `--as=${serviceAccount}`]).stdout.trim()).toBe('no');
+    await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
+    putCertificate(ns, leafH);
+    const cluster = await waitRotated(ns, hashOf(leafH, leafH.privateKeyPem, [ca]));
+    const fallback = cluster.status?.certificates?.rotation?.fallback;
+    process.stdout.write(`[certificate-rotation] RBAC without get on pods/exec: ${fallback?.reason ?? 'no fallback'}\n`);
+    expect(fallback?.method).toBe('Endpoint');
+    expect(fallback?.reason).toContain('the apiserver denied pods/exec');
+    expect(fallback?.reason).toMatch(/HTTP 403: .*cannot get resource "pods\/exec"/);
+    expect(cluster.status?.certificates?.rotation?.signalFailures).toBe(1);
+    expect(eventsOf(ns, 'CertificateReloadFallback').some((note) => /cannot get resource "pods\/exec".*\(Forbidden, HTTP 403\)/.test(note))).toBe(true);
+    expect(operator.logs()).toContain('EDBOP_EXEC_DENIED');
+    expect(await servedInCluster(ns, 'probe-rbac-get')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafH.certificatePem)])));
   }, 600_000);
 });
