@@ -2,11 +2,16 @@
 // refused upgrade is reported with the apiserver's answer (not [object Object]), a command's
 // Failure status with its message, a Success resolves, and the request carries the kubeconfig's
 // token and the channel.k8s.io protocols.
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { createCertificateAuthority, createSignedCertificate } from '../resources/tls/certificate.js';
 import { ExecNodeSignaller, NodeSignalError, upgradeRefusal } from './node-signal.js';
 
 interface Fake {
@@ -116,6 +121,47 @@ describe('ExecNodeSignaller', () => {
     expect(err.code).toBe('EDBOP_EXEC_UPGRADE_FAILED');
     expect(err.message).toMatch(/ECONNREFUSED/);
     expect(err.message).not.toContain('[object');
+  });
+
+  it('in the cluster: the service account token file and CA of loadFromCluster reach the exec WebSocket over TLS', async () => {
+    const ca = createCertificateAuthority({ commonName: 'apiserver test CA', validityDays: 1, nowMs: Date.now() });
+    const serving = createSignedCertificate({ commonName: 'kubernetes', subjectAltNames: ['127.0.0.1'], validityDays: 1, nowMs: Date.now() }, ca);
+    const requests: (string | undefined)[] = [];
+    const wss = new WebSocketServer({ noServer: true, handleProtocols: (protocols) => (protocols.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false) });
+    const server = https.createServer({ key: serving.privateKeyPem, cert: serving.certificatePem }, (_req, res) => res.writeHead(404).end());
+    server.on('upgrade', (request, socket, head) => {
+      requests.push(request.headers.authorization);
+      wss.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+        ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(JSON.stringify({ metadata: {}, status: 'Success' }))]));
+        ws.close();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'in-cluster-'));
+    const saved = { host: process.env['KUBERNETES_SERVICE_HOST'], port: process.env['KUBERNETES_SERVICE_PORT'] };
+    try {
+      const accountDir = path.join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
+      fs.mkdirSync(accountDir, { recursive: true });
+      fs.writeFileSync(path.join(accountDir, 'token'), 'projected-token');
+      fs.writeFileSync(path.join(accountDir, 'ca.crt'), ca.certificatePem);
+      fs.writeFileSync(path.join(accountDir, 'namespace'), 'ops');
+      process.env['KUBERNETES_SERVICE_HOST'] = '127.0.0.1';
+      process.env['KUBERNETES_SERVICE_PORT'] = String((server.address() as AddressInfo).port);
+      const config = new KubeConfig();
+      config.loadFromCluster(root);
+      await new ExecNodeSignaller(config, 5000).hangUp('db', 'hc-0');
+      expect(requests).toEqual(['Bearer projected-token']);
+    } finally {
+      for (const [key, value] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+      fs.rmSync(root, { recursive: true, force: true });
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('a refusal without a Status body keeps the text', () => {
