@@ -487,7 +487,8 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     const rules = (role?.rules ?? []).map((rule) => (rule.resources?.includes('pods/exec') ? { ...rule, verbs: ['create'] } : rule));
     await api().call('PATCH', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${role?.metadata.name ?? ''}`, { rules }, { patch: 'merge' });
     const serviceAccount = `system:serviceaccount:${operator.namespace}:${kubectl(['get', 'deployment', '-n', operator.namespace, '-o', 'jsonpath={.items[0].spec.template.spec.serviceAccountName}']).stdout.trim()}`;
-    expect(kubectl(['auth', 'can-i', 'get', 'pods/exec', '-n', ns, `--as=${serviceAccount}`]).stdout.trim()).toBe('no');
+    // the apiserver's RBAC cache takes the change in a moment
+    await waitFor('the Role without get on pods/exec in force', async () => kubectl(['auth', 'can-i', 'get', 'pods/exec', '-n', ns, `--as=${serviceAccount}`]).stdout.trim() === 'no', 60_000, 1000);
     await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
     putCertificate(ns, leafH);
     const cluster = await waitRotated(ns, hashOf(leafH, leafH.privateKeyPem, [ca]));
