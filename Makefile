@@ -5,7 +5,7 @@ NPM_STAMP := node_modules/.package-lock.json
 NODE_ARGS ?=
 #: BENCH_SECTIONS   benchmark sections for `make bench`, e.g. BENCH_SECTIONS=engine,http (default: all)
 
-.PHONY: help deps build test test-tools test-unit test-integration run-node bench check typecheck clean
+.PHONY: help deps build proto test test-tools test-unit test-integration run-node bench check typecheck clean
 
 help: ## list the targets and the variables they take
 	@echo 'Targets:'
@@ -21,6 +21,9 @@ deps: $(NPM_STAMP) ## install npm dependencies (npm ci) when package-lock.json c
 
 build: deps ## compile TypeScript to dist/
 	npx tsc -p tsconfig.json
+
+proto: deps ## regenerate node/src/grpc/gen/ from the .proto files in node/proto/ (buf and protoc-gen-es from npm; the output is committed)
+	PATH="$(CURDIR)/node_modules/.bin:$$PATH" npx buf generate --template node/proto/buf.gen.yaml
 
 typecheck: deps ## type-check without emitting
 	npx tsc -p tsconfig.json --noEmit

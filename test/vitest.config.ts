@@ -9,7 +9,7 @@ export default defineConfig({
   test: {
     // One temp directory per run, which must be left empty (test/temp-dir-guard.ts).
     globalSetup: ['test/temp-dir-guard.ts'],
-    // the outcome in a few lines (failures, tests that passed only on a retry), printed last by `make test`
+    // the outcome in a few lines (failures; tests that passed only on a retry, should anyone run with --retry), printed last by `make test`
     reporters: ['default', './test/support/outcome-reporter.ts'],
     // the k8s tier's global teardown deletes its kind cluster and checks the host (tens of seconds)
     teardownTimeout: 600_000,
@@ -31,9 +31,8 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          // real processes on a shared 2-core machine: a test that fails once is run once more; the outcome
-          // report lists every such test as flaky (a bug to chase), so a retry never hides silently
-          retry: 1,
+          // no retry: a test that fails once has found a bug (in the product or in the test's waits), and a
+          // retry would hide it; real processes on a shared 2-core machine get time bounds, not second chances
           include: ['test/integration/**/*.test.ts', 'test/crash/**/*.test.ts'],
           testTimeout: 300_000,
           hookTimeout: 120_000,
@@ -44,7 +43,7 @@ export default defineConfig({
         // The operator against real node processes (contract tests of its node client).
         test: {
           name: 'operator',
-          retry: 1,
+          // no retry (see integration)
           include: ['test/operator/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { EventDbError, FatalError, isErrno } from './errors.js';
 import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
+import { createGrpcApi } from './grpc/grpc-api.js';
 import { drainHttp } from './api/http-drain.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
@@ -135,7 +136,7 @@ function logStartup(root: RootLogger, loaded: LoadedConfig, tls: TlsMaterial | u
   for (const warning of loaded.warnings) log.warn({ warning }, 'configuration warning');
   if (tls === undefined) {
     log.warn(
-      'running insecure (--insecure): plain HTTP without TLS; traffic is not encrypted and nodes do not authenticate each other by certificate',
+      'running insecure (--insecure): plain HTTP without TLS; traffic is not encrypted and nodes do not authenticate each other by certificate; as in the original, gRPC calls are neither authenticated nor authorised',
     );
     return;
   }
@@ -226,6 +227,9 @@ async function startNode(
     ? await createClusterMember({
       config, engineOptions: engineOptions(config), engineDeps, instanceId, version, log,
       onStateChange: (state, previous) => onStateChange(state, previous),
+      // A new leader creates the default users before it reports Leader (it is not ready before).
+      // `security` exists by then: the node starts after the HTTP server listens.
+      prepareLeadership: (local) => security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword, local),
       // With TLS, gossip, elections and replication authenticate both ends by certificate.
       ...(live.tls === undefined ? {} : { peerHttpsAgent: live.tls.createPeerAgent({ maxSockets: 4 }), transport: live.tls.peerTransport() }),
     })
@@ -285,8 +289,6 @@ async function startNode(
     // The scavenge history's start-up work writes: once a leader can take it.
     if (state === 'Leader' || state === 'Follower' || state === 'ReadOnlyReplica') void scavenges.initialise();
     if (state === 'Leader') {
-      void security.ensureDefaultUsers(config.defaultAdminPassword, config.defaultOpsPassword)
-        .catch((err: unknown) => log.error({ err }, 'could not create the default users'));
       void subscriptions.start().catch((err: unknown) => log.error({ err }, 'could not start the persistent subscriptions'));
       void projections?.start().catch((err: unknown) => log.error({ err }, 'could not start the projections'));
       autoScavenge?.lead();
@@ -325,7 +327,38 @@ async function startNode(
     return stopping;
   };
   const requestShutdown = (): void => void shutdown('admin request');
+  const grpcInsecure = config.insecure || config.dev;
+  const grpc = createGrpcApi({
+    db,
+    authorizer: security,
+    log,
+    insecure: grpcInsecure,
+    ...(member === undefined ? {} : {
+      leadership: {
+        isLeader: () => member.node.isLeader,
+        leaderEndpoint: () => {
+          const leader = member.node.leaderElsewhere();
+          return leader === undefined ? undefined : { host: leader.httpEndPointIp, port: leader.httpEndPointPort };
+        },
+      },
+    }),
+    gossip: () => {
+      if (member !== undefined) {
+        return member.node.gossip().members.map((m) => ({
+          instanceId: m.instanceId, state: m.state, isAlive: m.isAlive, timeStampMs: Date.parse(m.timeStamp) || Date.now(),
+          httpEndPointIp: m.httpEndPointIp, httpEndPointPort: m.httpEndPointPort,
+        }));
+      }
+      const address = app.server.address();
+      const port = address !== null && typeof address !== 'string' ? address.port : config.nodePort;
+      return [{
+        instanceId, state: 'Leader', isAlive: true, timeStampMs: Date.now(),
+        httpEndPointIp: advertised?.httpHost ?? config.nodeIp, httpEndPointPort: advertised?.httpPort ?? port,
+      }];
+    },
+  });
   const app = buildServer({
+    grpc,
     db,
     security,
     log,

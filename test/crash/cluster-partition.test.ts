@@ -66,7 +66,14 @@ describe('a network partition', () => {
         const states = await Promise.all(majority.map((m) => c.state(m)));
         newLeader = majority[states.indexOf('leader')];
         return newLeader !== undefined;
-      }, 30_000);
+      }, 30_000).catch((err: unknown) => {
+        // What each node decided, for the report of a majority that elected no leader.
+        for (const m of c.members) {
+          const lines = (m.process?.output ?? []).filter((l) => /state changed|election|leader|quorum|replication/i.test(l)).slice(-30);
+          process.stdout.write(`--- ${m.spec.name}\n${lines.map((l) => l.slice(0, 300)).join('\n')}\n`);
+        }
+        throw err;
+      });
       const duringPartition = workload.acknowledged.length;
       await until('writes acknowledged by the majority', async () => workload.acknowledged.length >= duringPartition + 100, 60_000);
       // The isolated node gave up leading (no quorum).

@@ -53,7 +53,14 @@ describe('shrinking a 5-node cluster to 3 (survivors restarted with the new size
     await waitUntil('another leader after the resign', async () => {
       const leader = await cluster.leader(5_000);
       return leader !== member;
-    }, 60_000);
+    }, 60_000).catch((err: unknown) => {
+      // What each node decided, for the report of a leadership that did not move.
+      for (const m of live()) {
+        const lines = (m.process?.output ?? []).filter((l) => /state changed|election|resign|leader|quorum/i.test(l)).slice(-30);
+        process.stdout.write(`--- ${m.spec.name}\n${lines.join('\n')}\n`);
+      }
+      throw err;
+    });
   }
 
   it('keeps one leader and every acknowledged write through the resize', async () => {

@@ -39,6 +39,12 @@ import type { ProjectionsSubsystem } from '../projections/projections-subsystem.
 import { registerProjectionsRoutes } from './routes/projections.js';
 import type { Security } from './security/security.js';
 import { sendStatus } from './streams/stream-http.js';
+import { attachHttp2, type Http2RequestHandler } from '../transport/http2-multiplex.js';
+
+/** `application/grpc`, `application/grpc+proto`, …: a gRPC call (not gRPC-Web). */
+function isGrpcRequest(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/grpc(\+|;|$)/i.test(contentType);
+}
 
 export interface BuildServerDeps {
   readonly db: EventDb;
@@ -72,6 +78,12 @@ export interface BuildServerDeps {
   readonly lastReload?: () => LastReload | undefined;
   /** The projections subsystem (/projections*, /projection/*); absent with RunProjections None. */
   readonly projections?: ProjectionsSubsystem;
+  /**
+   * The gRPC API (grpc/): HTTP/2 requests whose content-type is `application/grpc…` go there;
+   * every other HTTP/2 request, and every HTTP/1.1 one, to the HTTP API. Without it, HTTP/2
+   * still serves the HTTP API.
+   */
+  readonly grpc?: Http2RequestHandler;
 }
 
 /** Room for a batch of events: the chunk size bounds one append anyway. */
@@ -93,6 +105,8 @@ const CORS_HEADERS = {
 const ALL_METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
 /** How long an idle keep-alive connection stays open (Node's default; fastify's own is 72 s). */
 export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 5000;
+/** How long HTTP/2 calls in flight may finish once the server closes (subscriptions are then cut). */
+const HTTP2_CLOSE_GRACE_MS = 2000;
 
 export function buildServer(deps: BuildServerDeps): FastifyInstance {
   // With TLS the server is https (an https.Server is a tls.Server under an http.Server's API);
@@ -116,6 +130,19 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
   }) as unknown as FastifyInstance;
   if (deps.tls !== undefined) deps.tls.attachServer(app.server as unknown as TlsServer);
+  // HTTP/2 on the same port (ALPN with TLS, the connection preface without): before the drain
+  // tracking below, which then sees only HTTP/1.1 connections.
+  const grpc = deps.grpc;
+  const routing = (app as unknown as { routing: Http2RequestHandler }).routing.bind(app);
+  const multiplex = attachHttp2(app.server, {
+    secure: deps.tls !== undefined,
+    log: deps.log,
+    onRequest: (request, response) => {
+      if (grpc !== undefined && isGrpcRequest(request.headers['content-type'])) grpc(request, response);
+      else routing(request, response);
+    },
+  });
+  app.addHook('preClose', async () => multiplex.closeSessions(HTTP2_CLOSE_GRACE_MS));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);

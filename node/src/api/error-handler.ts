@@ -27,6 +27,9 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
   EDB_WRITE_TIMEOUT: 500,
 };
 
+/** What a 503 (not ready, not the leader, shutting down) tells clients to wait before they retry. */
+export const RETRY_AFTER_SECONDS = '1';
+
 /** Conditions of a cluster or of a stopping node, not faults of this node: logged as warnings. */
 const OPERATIONAL_CODES: ReadonlySet<ErrorCode> = new Set(['EDB_CLOSED', 'EDB_NOT_READY', 'EDB_NOT_LEADER', 'EDB_WRITE_TIMEOUT']);
 
@@ -61,11 +64,13 @@ export function handleError(
 ): FastifyReply {
   if (err instanceof FatalError) {
     request.log.error({ err }, 'request hit a fatal error');
+    reply.header('retry-after', RETRY_AFTER_SECONDS);
     return sendText(reply, 503, 'Server Is Not Ready', 'Server Is Not Ready');
   }
   if (err instanceof EventDbError) {
     const status = STATUS_BY_CODE[err.code] ?? err.httpStatus;
     if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE_VALUE);
+    if (status === 503) reply.header('retry-after', RETRY_AFTER_SECONDS);
     if (OPERATIONAL_CODES.has(err.code)) request.log.warn({ code: err.code, reason: err.message }, 'request not served');
     else if (status >= 500) request.log.error({ err }, 'request failed');
     return sendText(

@@ -54,7 +54,8 @@ export function registerHttpDrain(app: FastifyInstance, options: { onDrain?: () 
       connection.busy -= 1;
       connection.idleSinceMs = nowMs();
     });
-    if (state.draining) reply.header('connection', 'close');
+    // HTTP/2 has no Connection header: its sessions get GOAWAY instead (transport/http2-multiplex.ts).
+    if (state.draining && request.raw.httpVersionMajor < 2) reply.header('connection', 'close');
   });
   // Requests still arriving on open connections while the server closes are served the same way.
   app.addHook('preClose', async () => { state.draining = true; });

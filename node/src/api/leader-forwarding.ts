@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { currentLeaderUrl, type LeaderRouting } from './leader-routing.js';
 import { sendStatus } from './streams/stream-http.js';
 import { peerLookup } from '../platform/peer-lookup.js';
+import { RETRY_AFTER_SECONDS } from './error-handler.js';
 
 /** The paths served by the leader only. */
 export const LEADER_ONLY_PREFIXES = ['/subscriptions', '/projections', '/projection', '/auto-scavenge'] as const;
@@ -42,6 +43,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     const leader = await currentLeaderUrl(routing);
     if (leader === undefined) return; // this node leads
     if (leader === null) {
+      reply.header('retry-after', RETRY_AFTER_SECONDS);
       sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now; persistent subscriptions, projections and auto-scavenge run on the leader.');
       return reply;
     }
@@ -59,7 +61,7 @@ export function registerLeaderForwarding(app: FastifyInstance, routing: LeaderRo
     upstream.on('error', (err) => {
       request.log.warn({ err, leader }, 'forwarding to the leader failed');
       if (!response.headersSent) {
-        response.writeHead(503, 'Server Is Not Ready', { 'content-type': 'text/plain; charset=utf-8' });
+        response.writeHead(503, 'Server Is Not Ready', { 'content-type': 'text/plain; charset=utf-8', 'retry-after': RETRY_AFTER_SECONDS });
         response.end(`The leader at ${leader} could not be reached: ${err.message}`);
       } else {
         response.destroy();

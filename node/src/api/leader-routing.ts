@@ -10,6 +10,7 @@
 import type { FastifyInstance } from 'fastify';
 import { readRequiresMaster } from './streams/request-headers.js';
 import { sendStatus } from './streams/stream-http.js';
+import { RETRY_AFTER_SECONDS } from './error-handler.js';
 
 export interface LeaderRouting {
   /** undefined when this node is the leader; the leader's client URL (`http://host:port`), or null when none is known. */
@@ -50,6 +51,7 @@ export function registerLeaderRouting(app: FastifyInstance, routing: LeaderRouti
     const leader = await currentLeaderUrl(routing);
     if (leader === undefined) return;
     if (leader === null) {
+      reply.header('retry-after', RETRY_AFTER_SECONDS);
       sendStatus(reply, 503, 'Server Is Not Ready', 'No leader is known right now.');
       return reply;
     }

@@ -18,10 +18,10 @@
  */
 import net from 'node:net';
 import type { Logger } from 'pino';
-import { EventDbError } from '../errors.js';
-import type { AppendResult, NewEvent } from '../storage/event-db-types.js';
+import type { AppendResult, EventDb } from '../storage/event-db-types.js';
 import { notLeader } from '../storage/event-db.js';
-import { notReady, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
+import { ClusterEventDb, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
+import { WRITE_ROUTE_POLL_MS, WriteRouting, type WriteRoute } from './write-routing.js';
 import {
   INITIAL_ELECTION_STATE, majorityOf, step as electionStep,
   type Candidate, type ElectionContext, type ElectionEffect, type ElectionInput, type ElectionMessage, type ElectionState,
@@ -30,10 +30,10 @@ import { ClusterView } from './gossip/cluster-view.js';
 import { ZERO_GUID, httpEndpointOf, isVoter, type GossipDocument, type MemberInfo, type NodeState } from './member-info.js';
 import { commitPosition, quorumPosition } from './replication/commit-tracker.js';
 import { LeaderSessions, type ReplicaStats } from './replication/leader-sessions.js';
-import type { Forward, Forwarded } from './replication/protocol.js';
 import { ReplicaSession, type ReplicaSessionEnd } from './replication/replica-session.js';
 import type { PeerClient } from './transport/peer-client.js';
 import { peerLookup } from '../platform/peer-lookup.js';
+import { systemClock, type Clock, type ClockTimer } from '../platform/clock.js';
 
 export interface ClusterSettings {
   readonly clusterSize: number;
@@ -84,27 +84,30 @@ export interface ClusterNodeDeps {
   readonly peers: PeerClient;
   /** Replication connections; default plain TCP. */
   readonly transport?: PeerTransport;
-  readonly nowMs?: () => number;
+  /** Time and timers (default the system clock; tests and the simulation pass a manual one). */
+  readonly clock?: Clock;
   /** The node state changed (leader-only services start and stop with it). */
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
+  /**
+   * Work a new leader does before it reports Leader (the default users), once its epoch record
+   * is on a quorum: writes go through `local`, this node's own engine, and are acknowledged on a
+   * quorum as any write. Until it resolves the node stays PreLeader, and client writes wait for it.
+   */
+  readonly prepareLeadership?: (local: EventDb) => Promise<void>;
 }
 
 /** States in which this node leads (accepts replicas and, as Leader, writes). */
 const LEADING: ReadonlySet<NodeState> = new Set<NodeState>(['PreLeader', 'Leader', 'ResigningLeader']);
 const FOLLOWING: ReadonlySet<NodeState> = new Set<NodeState>(['PreReplica', 'CatchingUp', 'Follower', 'PreReadOnlyReplica', 'ReadOnlyReplica']);
-/** Refusals after which a write is routed again: nothing of it was applied, or a retry is idempotent. */
-const RETRYABLE_WRITE_ERRORS: ReadonlySet<string> = new Set(['EDB_NOT_LEADER', 'EDB_NOT_READY']);
-/** How often a waiting write looks again for a route when no role change wakes it. */
-const WRITE_ROUTE_POLL_MS = 100;
-/** A bound on the routing attempts of one write, so that a refusing leader cannot spin it. */
-const MAX_WRITE_ATTEMPTS = 50;
+/** Pause between attempts of a failed leadership preparation. */
+const PREPARE_RETRY_MS = 200;
 
 export class ClusterNode implements WriteRouter {
   private state: NodeState;
   private readonly view: ClusterView;
   private elections: ElectionState = INITIAL_ELECTION_STATE;
   private electionsChain: Promise<void> = Promise.resolve();
-  private readonly electionTimers = new Set<NodeJS.Timeout>();
+  private readonly electionTimers = new Set<ClockTimer>();
   private leaderId: string | undefined;
   private priority: number;
   private resigning = false;
@@ -116,22 +119,33 @@ export class ClusterNode implements WriteRouter {
   private readonly sessions: LeaderSessions;
   private replica: ReplicaSession | undefined;
   private replicaFailures = 0;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private gossipTimer: NodeJS.Timeout | undefined;
-  private discoveryTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: ClockTimer | undefined;
+  private gossipTimer: ClockTimer | undefined;
+  private discoveryTimer: ClockTimer | undefined;
   private server: net.Server | undefined;
   private endpoints: AdvertisedEndpoints | undefined;
   private stopped = false;
   private readonly log: Logger;
-  private readonly nowMs: () => number;
+  private readonly clock: Clock;
   private unsubscribeDurable: (() => void) | undefined;
-  /** Writes waiting for a leader (see `routeWrite`). */
-  private readonly routeWaiters = new Set<() => void>();
+  /** Client writes: their routes and the waits for one (write-routing.ts). */
+  private readonly routing: WriteRouting;
+  /** The term whose leadership preparation runs (see `prepareThenLead`). */
+  private preparingEpoch: number | undefined;
+  /** This node's own engine as an EventDb: the leadership preparation writes through it. */
+  private readonly localDb: EventDb;
 
   constructor(private readonly deps: ClusterNodeDeps) {
     this.log = deps.log;
-    this.nowMs = deps.nowMs ?? Date.now;
+    this.clock = deps.clock ?? systemClock;
     this.priority = deps.settings.nodePriority;
+    this.localDb = new ClusterEventDb(deps.host, { write: (op) => writeLocally(deps.host.engine, op) });
+    this.routing = new WriteRouting({
+      log: deps.log, clock: this.clock, host: deps.host,
+      writeLimitMs: deps.settings.prepareTimeoutMs + deps.settings.commitTimeoutMs,
+      route: () => this.writeRoute(), isLeader: () => this.state === 'Leader',
+      isStopped: () => this.stopped, describe: () => this.state,
+    });
     this.state = deps.settings.readOnlyReplica ? 'ReadOnlyLeaderless' : 'DiscoverLeader';
     const { gossipIntervalMs, gossipTimeoutMs, deadMemberRemovalPeriodSec } = deps.settings;
     this.view = new ClusterView(this.placeholderSelf(), {
@@ -146,7 +160,7 @@ export class ClusterNode implements WriteRouter {
       isLeader: () => LEADING.has(this.state),
       commitPosition: () => this.commit,
       onProgress: () => this.onReplicaProgress(),
-      forward: (request) => this.carryOutForwarded(request),
+      forward: (request) => this.routing.carryOutForwarded(request),
       heartbeatMs: Math.max(100, Math.min(1000, Math.floor(deps.settings.gossipIntervalMs / 2))),
     });
   }
@@ -171,10 +185,24 @@ export class ClusterNode implements WriteRouter {
     this.unsubscribeDurable = this.subscribeDurable();
     this.deps.host.onEngine(() => { this.unsubscribeDurable?.(); this.unsubscribeDurable = this.subscribeDurable(); });
     this.log.info({ state: this.state, instanceId: this.deps.instanceId, seeds: this.deps.settings.gossipSeeds }, 'cluster node starting');
+    this.gossipTick();
+    this.discoveryTimer = this.clock.setTimer(Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs), () => this.discover());
+  }
+
+  /** A gossip round now, and the next one an interval later (rounds may overlap, as with an interval timer). */
+  private gossipTick(): void {
+    if (this.stopped) return;
+    this.gossipTimer = this.clock.setTimer(this.deps.settings.gossipIntervalMs, () => this.gossipTick());
     void this.gossipRound();
-    this.gossipTimer = setInterval(() => void this.gossipRound(), this.deps.settings.gossipIntervalMs);
-    this.discoveryTimer = setTimeout(() => this.discover(), Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs));
-    this.discoveryTimer.unref();
+  }
+
+  private nowMs(): number {
+    return this.clock.nowMs();
+  }
+
+  /** Resolves after `delayMs` on this node's clock. */
+  private sleep(delayMs: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimer(delayMs, resolve));
   }
 
   private subscribeDurable(): () => void {
@@ -187,10 +215,10 @@ export class ClusterNode implements WriteRouter {
   async stop(): Promise<void> {
     this.stopped = true;
     this.setState('ShuttingDown');
-    clearInterval(this.gossipTimer);
-    clearTimeout(this.discoveryTimer);
-    clearTimeout(this.reconnectTimer);
-    for (const t of this.electionTimers) clearTimeout(t);
+    this.clock.clearTimer(this.gossipTimer);
+    this.clock.clearTimer(this.discoveryTimer);
+    this.clock.clearTimer(this.reconnectTimer);
+    for (const t of this.electionTimers) this.clock.clearTimer(t);
     this.replica?.close();
     this.sessions.closeAll('shutting down');
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -362,7 +390,7 @@ export class ClusterNode implements WriteRouter {
     this.evaluate();
     if (this.state !== 'DiscoverLeader') return;
     if (this.gossipRounds < 2) {
-      this.discoveryTimer = setTimeout(() => this.discover(), this.deps.settings.gossipIntervalMs);
+      this.discoveryTimer = this.clock.setTimer(this.deps.settings.gossipIntervalMs, () => this.discover());
       return;
     }
     this.startElections('no leader found');
@@ -445,10 +473,10 @@ export class ClusterNode implements WriteRouter {
         return;
       }
       case 'schedule-timeout': {
-        const timer = setTimeout(() => {
+        const timer = this.clock.setTimer(effect.delayMs, () => {
           this.electionTimers.delete(timer);
           this.runElections({ kind: 'timeout', view: effect.view });
-        }, effect.delayMs);
+        });
         this.electionTimers.add(timer);
         return;
       }
@@ -520,16 +548,45 @@ export class ClusterNode implements WriteRouter {
     this.commit = commitPosition(quorum, this.epochRecord.end, this.commit);
     if (this.commit > before || this.gateValue === Number.NEGATIVE_INFINITY) {
       if (this.commit >= this.epochRecord.end) {
-        if (this.gateValue === Number.NEGATIVE_INFINITY) {
+        const first = this.gateValue === Number.NEGATIVE_INFINITY;
+        if (first) {
           // The previous terms' writes this node holds become visible with its epoch record.
           storage.replica.commitTo(this.epochRecord.position);
-          if (this.state === 'PreLeader') this.setState('Leader');
         }
         this.gateValue = this.commit;
         storage.commitGateMoved();
+        if (first && this.state === 'PreLeader') this.prepareThenLead(this.epochRecord);
       }
       this.sessions.wake();
     }
+  }
+
+  /**
+   * PreLeader -> Leader once this node can serve writes: its epoch record is on a quorum (the
+   * caller) and the leadership preparation (the default users) is done. Only then does /info,
+   * gossip and the operator see Leader, so the first write a client sends on that word is taken.
+   * A preparation that fails is tried again while this node is still PreLeader of the same term
+   * (its writes are idempotent); a node that stepped down meanwhile drops it.
+   */
+  private prepareThenLead(epoch: { readonly number: number }): void {
+    if (this.preparingEpoch === epoch.number) return;
+    this.preparingEpoch = epoch.number;
+    const sameTerm = (): boolean => !this.stopped && this.state === 'PreLeader' && this.epochRecord === epoch;
+    void (async () => {
+      for (let attempt = 1; sameTerm(); attempt++) {
+        try {
+          await this.deps.prepareLeadership?.(this.localDb);
+          if (sameTerm()) this.setState('Leader');
+          return;
+        } catch (err: unknown) {
+          if (!sameTerm()) return;
+          this.log.warn({ err, attempt, epochNumber: epoch.number }, 'leadership preparation failed: trying again');
+          await this.sleep(PREPARE_RETRY_MS);
+        }
+      }
+    })().finally(() => {
+      if (this.preparingEpoch === epoch.number) this.preparingEpoch = undefined;
+    });
   }
 
   private checkQuorum(nowMs: number): void {
@@ -603,7 +660,7 @@ export class ClusterNode implements WriteRouter {
     // Let the replicas catch up, so that another node ranks as high as this one.
     const deadline = this.nowMs() + Math.max(2000, 2 * this.deps.settings.leaderElectionTimeoutMs);
     while (this.nowMs() < deadline && this.sessions.progress().some((p) => p.votes && p.position < storage.durablePosition)) {
-      await new Promise((r) => setTimeout(r, 20));
+      await this.sleep(20);
     }
     this.startElections('the leader resigned');
   }
@@ -617,7 +674,7 @@ export class ClusterNode implements WriteRouter {
   // ---------------------------------------------------------------- following
 
   private follow(leaderId: string): void {
-    clearTimeout(this.reconnectTimer);
+    this.clock.clearTimer(this.reconnectTimer);
     this.replica?.close();
     this.replica = undefined;
     this.leaderId = leaderId;
@@ -688,9 +745,9 @@ export class ClusterNode implements WriteRouter {
       this.leaderLost('replication from the leader keeps failing');
       return;
     }
-    this.reconnectTimer = setTimeout(() => {
+    this.reconnectTimer = this.clock.setTimer(200 * this.replicaFailures, () => {
       if (FOLLOWING.has(this.state) && this.replica === undefined) this.connectToLeader();
-    }, 200 * this.replicaFailures);
+    });
   }
 
   private leaderLost(reason: string): void {
@@ -709,104 +766,29 @@ export class ClusterNode implements WriteRouter {
 
   // ---------------------------------------------------------------- writes
 
-  /**
-   * Client writes: on the leader, locally; elsewhere, forwarded to the leader.
-   *
-   * A write that finds no leader to take it (an election, a resignation, the storage reopening
-   * after a truncation) waits for one instead of failing at once. A write the leader refused while
-   * it stepped down, or whose forwarding link dropped, is sent again to whichever node leads next,
-   * with the same event ids: the idempotency rules make the second attempt a no-op when the first
-   * one stayed in the log (the new leader holds every write of earlier terms it kept before it
-   * takes writes, see `lead`). So a planned resignation, or a leader lost, costs writers latency
-   * rather than errors. The write fails ("Server Is Not Ready", or the last refusal) only when no
-   * leader took it within the prepare and commit timeouts of waiting; each attempt keeps its own
-   * limit of the same length ("Write timeout", never retried: the write may be pending).
-   */
-  async write(op: WriteOp): Promise<AppendResult> {
-    return this.routeWrite(() => writeLocally(this.deps.host.engine, op), toForward(op));
+  /** Client writes: on the leader, locally; elsewhere, forwarded to the leader; waiting for a route meanwhile (write-routing.ts). */
+  write(op: WriteOp): Promise<AppendResult> {
+    return this.routing.write(op);
   }
 
   /** A scavenge point for a scavenge on this node: the leader writes it (see EngineScavenging). */
-  async writeScavengePoint(threshold: number): Promise<AppendResult> {
-    return this.routeWrite(() => this.deps.host.engine.writeScavengePoint(threshold), { op: 'scavenge-point', stream: '', expectedVersion: -2, threshold });
-  }
-
-  private async routeWrite(local: () => Promise<AppendResult>, forward: Omit<Forward, 'id'>): Promise<AppendResult> {
-    const limitMs = this.writeLimitMs;
-    let waitingSinceMs = this.nowMs();
-    let refusal: EventDbError | undefined;
-    let attempts = 0;
-    for (;;) {
-      const route = this.writeRoute();
-      if (route !== undefined && attempts < MAX_WRITE_ATTEMPTS) {
-        attempts += 1;
-        try {
-          return route === 'local' ? await withTimeout(local(), limitMs) : await this.forwardWrite(route, forward, limitMs);
-        } catch (err: unknown) {
-          if (!(err instanceof EventDbError) || !RETRYABLE_WRITE_ERRORS.has(err.code)) throw err;
-          refusal = err;
-          waitingSinceMs = this.nowMs();
-          this.log.debug({ err, attempts, state: this.state }, 'write refused by a leader stepping down or a dropped link: sent again to the next leader');
-        }
-      }
-      const leftMs = waitingSinceMs + limitMs - this.nowMs();
-      if (leftMs <= 0 || this.stopped || attempts >= MAX_WRITE_ATTEMPTS) {
-        throw refusal ?? notReady(`no leader took the write within ${limitMs} ms (this node is ${this.state})`);
-      }
-      await this.routeChange(Math.min(leftMs, WRITE_ROUTE_POLL_MS));
-    }
+  writeScavengePoint(threshold: number): Promise<AppendResult> {
+    return this.routing.writeScavengePoint(threshold);
   }
 
   /** Where a client write goes now: this node (the leader), the leader through the replica link, or nowhere yet. */
-  private writeRoute(): 'local' | ReplicaSession | undefined {
+  private writeRoute(): WriteRoute {
     if (this.state === 'Leader') return this.deps.host.available ? 'local' : undefined;
     const replica = this.replica;
     return FOLLOWING.has(this.state) && replica?.isSubscribed === true ? replica : undefined;
   }
 
-  private async forwardWrite(replica: ReplicaSession, request: Omit<Forward, 'id'>, limitMs: number): Promise<AppendResult> {
-    const answer = await withTimeout(replica.forward(request), limitMs).catch((err: unknown) => {
-      if (err instanceof EventDbError) throw err;
-      // The link dropped before the leader answered: the write may or may not have been done.
-      throw notReady(`${err instanceof Error ? err.message : String(err)}; the write may or may not have been done: retry it with the same event IDs`);
-    });
-    if (answer.error) throw new EventDbError(answer.error.code as never, answer.error.message, { httpStatus: answer.error.httpStatus });
-    return answer.result as AppendResult;
-  }
-
-  /** Resolves when the node's role or its link to the leader changes, or after `timeoutMs`. */
   private routeChange(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.routeWaiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      this.routeWaiters.add(done);
-    });
+    return this.routing.changeOrTimeout(timeoutMs);
   }
 
   private routeChanged(): void {
-    for (const waiter of [...this.routeWaiters]) waiter();
-  }
-
-  /**
-   * A write a follower forwarded: carried out here only while this node leads. Otherwise the
-   * refusal goes back at once and the follower routes the write again (it may know the new leader
-   * before this node does; forwarding on from here would race its time limit).
-   */
-  private async carryOutForwarded(request: Forward): Promise<Forwarded> {
-    const limitMs = this.writeLimitMs;
-    try {
-      if (this.state !== 'Leader' || !this.deps.host.available) throw notLeader(`this node is ${this.state}, not the leader`);
-      const engine = this.deps.host.engine;
-      const result = await withTimeout(request.op === 'scavenge-point' ? engine.writeScavengePoint(request.threshold ?? 0) : writeLocally(engine, fromForward(request)), limitMs);
-      return { id: request.id, result };
-    } catch (err: unknown) {
-      const e = err instanceof EventDbError ? err : new EventDbError('EDB_NOT_READY', err instanceof Error ? err.message : String(err), { httpStatus: 503 });
-      return { id: request.id, error: { code: e.code, message: e.message, httpStatus: e.httpStatus } };
-    }
+    this.routing.changed();
   }
 
   // ---------------------------------------------------------------- reports
@@ -834,44 +816,4 @@ export class ClusterNode implements WriteRouter {
       replicaSubscribed: this.replica?.isSubscribed ?? false, replicas,
     };
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, limitMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new EventDbError('EDB_WRITE_TIMEOUT', 'Write timeout', { httpStatus: 500, details: { reason: 'Write timeout' } })), limitMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function toForward(op: WriteOp): Omit<Forward, 'id'> {
-  switch (op.op) {
-    case 'append':
-      return { op: 'append', stream: op.stream, expectedVersion: op.expectedVersion, events: op.events.map(encodeEvent) };
-    case 'delete':
-      return { op: 'delete', stream: op.stream, expectedVersion: op.expectedVersion, hard: op.hard };
-    case 'metadata':
-      return { op: 'metadata', stream: op.stream, expectedVersion: op.expectedVersion, metadata: op.metadata, ...(op.eventId === undefined ? {} : { eventId: op.eventId }) };
-  }
-}
-
-function fromForward(f: Forward): WriteOp {
-  switch (f.op) {
-    case 'append':
-      return { op: 'append', stream: f.stream, expectedVersion: f.expectedVersion, events: (f.events ?? []).map(decodeEvent) };
-    case 'delete':
-      return { op: 'delete', stream: f.stream, expectedVersion: f.expectedVersion, hard: f.hard ?? false };
-    case 'metadata':
-      return { op: 'metadata', stream: f.stream, expectedVersion: f.expectedVersion, metadata: f.metadata ?? {}, ...(f.eventId === undefined ? {} : { eventId: f.eventId }) };
-    case 'scavenge-point':
-      throw new EventDbError('EDB_BAD_REQUEST', 'scavenge points are not forwarded', { httpStatus: 400 });
-  }
-}
-
-function encodeEvent(e: NewEvent): { eventId: string; eventType: string; data: string; metadata: string; isJson: boolean } {
-  return { eventId: e.eventId, eventType: e.eventType, data: Buffer.from(e.data).toString('base64'), metadata: Buffer.from(e.metadata).toString('base64'), isJson: e.isJson };
-}
-
-function decodeEvent(e: { eventId: string; eventType: string; data: string; metadata: string; isJson: boolean }): NewEvent {
-  return { eventId: e.eventId, eventType: e.eventType, data: Buffer.from(e.data, 'base64'), metadata: Buffer.from(e.metadata, 'base64'), isJson: e.isJson };
 }

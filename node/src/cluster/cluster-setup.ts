@@ -10,7 +10,7 @@ import { openEngine, type EventDbDeps } from '../storage/event-db.js';
 import type { EventDbOptions } from '../storage/event-db-types.js';
 import { ClusterEventDb, StorageHost, notReady } from './cluster-db.js';
 import type { AppendResult } from '../storage/event-db-types.js';
-import { ClusterNode, type AdvertisedEndpoints, type ClusterSettings, type PeerTransport } from './cluster-node.js';
+import { ClusterNode, type AdvertisedEndpoints, type ClusterNodeDeps, type ClusterSettings, type PeerTransport } from './cluster-node.js';
 import type { NodeState } from './member-info.js';
 import { PeerClient, type PeerClientOptions } from './transport/peer-client.js';
 
@@ -55,6 +55,7 @@ export async function createClusterMember(options: {
   readonly peerHttpsAgent?: PeerClientOptions['httpsAgent'];
   readonly transport?: PeerTransport;
   readonly onStateChange?: (state: NodeState, previous: NodeState) => void;
+  readonly prepareLeadership?: ClusterNodeDeps['prepareLeadership'];
 }): Promise<ClusterMember> {
   const { config, log, instanceId } = options;
   // The node is created after the storage; the engine reaches it late.
@@ -75,6 +76,7 @@ export async function createClusterMember(options: {
     peers: new PeerClient(options.peerHttpsAgent === undefined ? {} : { httpsAgent: options.peerHttpsAgent }),
     ...(options.transport === undefined ? {} : { transport: options.transport }),
     ...(options.onStateChange === undefined ? {} : { onStateChange: options.onStateChange }),
+    ...(options.prepareLeadership === undefined ? {} : { prepareLeadership: options.prepareLeadership }),
   });
   return { host, db: new ClusterEventDb(host, node), node };
 }

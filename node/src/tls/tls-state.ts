@@ -375,7 +375,8 @@ export function createTlsState(options: TlsStateOptions): TlsState {
       context ??= tls.createSecureContext(secureContextOptions());
       return context;
     },
-    httpsServerOptions: () => ({ ...secureContextOptions(), requestCert: true, rejectUnauthorized: false }),
+    // ALPN: `h2` (gRPC, HTTP/2) and `http/1.1` share the port (transport/http2-multiplex.ts).
+    httpsServerOptions: () => ({ ...secureContextOptions(), requestCert: true, rejectUnauthorized: false, ALPNProtocols: ['h2', 'http/1.1'] }),
     attachServer(server) {
       servers.add(server);
       server.once('close', () => servers.delete(server));

@@ -1,7 +1,8 @@
 /**
  * An encapsulated fastify scope for the security-owned routes (users, info, stats, gossip,
  * admin): zod request validation and response serialization, and an error handler that turns
- * every client mistake into a 4xx so that no request can produce a 500.
+ * every client mistake into a 4xx so that no request can produce a 500, and hands every
+ * EventDbError to the server's error handler (its status by code, Retry-After on a 503).
  *
  * The scope is a child plugin, so its compilers and error handler do not leak into the rest of
  * the server, whatever build-server configures at the root.
@@ -21,6 +22,8 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import { EventDbError } from '../../errors.js';
+import { handleError } from '../error-handler.js';
 
 /** A fastify instance whose route schemas are zod types. */
 export type ZodScope = FastifyInstance<
@@ -56,6 +59,11 @@ export function registerZodScope(app: HostApp, routes: (scope: ZodScope) => void
 }
 
 function handleScopeError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // An EventDbError keeps its status here as everywhere (a node not ready is 503, never 500).
+  if (error instanceof EventDbError) {
+    handleError(error, request, reply);
+    return;
+  }
   if (error.validation !== undefined) {
     void reply
       .code(400)

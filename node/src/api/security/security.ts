@@ -76,8 +76,12 @@ export interface NewUser {
 export type ChangePasswordResult = UserWriteResult | { readonly kind: 'wrong-password' };
 
 export interface Security extends Authorizer {
-  /** Creates `admin` and `ops` unless their streams ever existed (a cluster's new leader calls it). */
-  ensureDefaultUsers(adminPassword: string, opsPassword: string): Promise<void>;
+  /**
+   * Creates `admin` and `ops` unless their streams ever existed. A cluster's new leader calls it
+   * before it reports Leader, writing through `via` (its own engine: client writes are not routed
+   * to it yet).
+   */
+  ensureDefaultUsers(adminPassword: string, opsPassword: string, via?: EventDb): Promise<void>;
   listUsers(): Promise<UserDetails[]>;
   getUser(login: string): Promise<UserDetails | undefined>;
   createUser(user: NewUser): Promise<UserWriteResult>;
@@ -101,6 +105,8 @@ const DEFAULT_PASSWORD = 'changeit';
 const ACL_CACHE_ENTRY_COUNT_MAX = 10_000;
 
 const DEFAULT_LOGINS: ReadonlySet<string> = new Set(['admin', 'ops']);
+/** How long a request with a default user's credentials waits for that user to reach a cluster member. */
+const DEFAULT_USERS_WAIT_MS = 3000;
 
 /** Creates the service and, on first start, the default users `admin` and `ops`. */
 export async function createSecurity(options: SecurityOptions): Promise<Security> {
@@ -139,7 +145,7 @@ class SecurityService implements Security {
     this.unsubscribe();
   }
 
-  async ensureDefaultUsers(adminPassword: string, opsPassword: string): Promise<void> {
+  async ensureDefaultUsers(adminPassword: string, opsPassword: string, via: EventDb = this.db): Promise<void> {
     const defaults: NewUser[] = [
       {
         loginName: 'admin',
@@ -156,9 +162,9 @@ class SecurityService implements Security {
     ];
     for (const user of defaults) {
       // Only a stream that never existed gets a default user: a deleted admin stays deleted.
-      const state = await this.db.streamState(`$user-${user.loginName}`);
+      const state = await via.streamState(`$user-${user.loginName}`);
       if (state.kind !== 'no-stream') continue;
-      const created = await this.createUser(user);
+      const created = await this.createUserIn(via, user);
       this.log.info({ loginName: user.loginName, result: created.kind }, 'default user created');
     }
   }
@@ -168,17 +174,22 @@ class SecurityService implements Security {
     if (credentials === undefined) return { kind: 'anonymous' };
     if (credentials === 'malformed') return { kind: 'rejected' };
     const { login, password } = credentials;
-    const principal = await this.credentials.lookup(login, password, () =>
-      this.verifyCredentials(login, password),
-    );
-    if (principal === undefined) {
-      if (this.defaultUsersElsewhere && DEFAULT_LOGINS.has(login) && (await this.db.streamState(`$user-${login}`)).kind === 'no-stream') {
-        // A cluster that just formed: the leader's default users have not reached this node yet.
-        // Not a wrong password: answer 503 so that clients retry, as for any node not ready.
+    const lookup = (): Promise<Principal | undefined> =>
+      this.credentials.lookup(login, password, () => this.verifyCredentials(login, password));
+    let principal = await lookup();
+    if (principal === undefined && this.defaultUsersElsewhere && DEFAULT_LOGINS.has(login)) {
+      // A cluster that just formed: the leader creates the default users before it reports
+      // Leader, but a follower may get them a moment later. Not a wrong password: the request
+      // waits briefly for them, then answers 503 (with Retry-After) so that clients retry.
+      const arrived = await this.streamCommitted(`$user-${login}`, DEFAULT_USERS_WAIT_MS);
+      if (arrived === 'missing') {
         throw new EventDbError('EDB_NOT_READY', 'Server Is Not Ready: the default users have not reached this node yet', {
           httpStatus: 503, details: { reason: 'Server Is Not Ready' },
         });
       }
+      if (arrived === 'arrived') principal = await lookup();
+    }
+    if (principal === undefined) {
       request.log.debug({ auth: { login } }, 'authentication rejected');
       return { kind: 'rejected' };
     }
@@ -224,7 +235,11 @@ class SecurityService implements Security {
     return stored === undefined ? undefined : toDetails(stored);
   }
 
-  async createUser(user: NewUser): Promise<UserWriteResult> {
+  createUser(user: NewUser): Promise<UserWriteResult> {
+    return this.createUserIn(this.db, user);
+  }
+
+  private async createUserIn(db: EventDb, user: NewUser): Promise<UserWriteResult> {
     const record: UserRecord = {
       loginName: user.loginName,
       fullName: user.fullName,
@@ -232,7 +247,7 @@ class SecurityService implements Security {
       disabled: false,
       passwordHash: await hashPassword(user.password),
     };
-    const result = await createUser(this.db, record);
+    const result = await createUser(db, record);
     this.onUsersChanged();
     return result;
   }
@@ -290,6 +305,26 @@ class SecurityService implements Security {
     const result = await writeUser(this.db, stored, await change(stored.record), eventType);
     this.onUsersChanged();
     return result;
+  }
+
+  /**
+   * 'existing' when `stream` exists here; 'arrived' when a write to it was committed here within
+   * `timeoutMs`; otherwise 'missing'.
+   */
+  private async streamCommitted(stream: string, timeoutMs: number): Promise<'existing' | 'arrived' | 'missing'> {
+    let notify: (() => void) | undefined;
+    const committed = new Promise<void>((resolve) => { notify = resolve; });
+    const unsubscribe = this.db.onCommitted((write) => { if (write.stream === stream) notify?.(); });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // Subscribed first: a write committed between the check and the wait is not missed.
+      if ((await this.db.streamState(stream)).kind !== 'no-stream') return 'existing';
+      const timedOut = new Promise<'missing'>((resolve) => { timer = setTimeout(() => resolve('missing'), timeoutMs); });
+      return await Promise.race([committed.then(() => 'arrived' as const), timedOut]);
+    } finally {
+      clearTimeout(timer);
+      unsubscribe();
+    }
   }
 
   private async verifyCredentials(login: string, password: string): Promise<Principal | undefined> {
