@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     pods,
     client: new NodeClient({ timeoutMs: 5000 }),
     access,
-    signaller: new ExecNodeSignaller(kubeConfig),
+    ...(config.POD_EXEC ? { signaller: new ExecNodeSignaller(kubeConfig) } : {}),
     events: new EventRecorder({ api, clock: systemClock, log, controller: 'eventdb.io/eventdb-operator', instance: config.identity }),
     clock: systemClock,
     metrics,
@@ -227,7 +227,7 @@ async function main(): Promise<void> {
   });
   const address = await probes.listen();
   for (const informer of informers) informer.start();
-  log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, watchSecrets: config.WATCH_SECRETS, nodeAccess: config.nodeAccess, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
+  log.info({ version, probes: `${address.address}:${address.port}`, watchNamespaces: config.WATCH_NAMESPACES, watchSecrets: config.WATCH_SECRETS, nodeAccess: config.nodeAccess, podExec: config.POD_EXEC, defaultNodeImage: deps.defaults.nodeImage }, 'operator started');
 
   let election: LeaderElection | undefined;
   let stopping = false;

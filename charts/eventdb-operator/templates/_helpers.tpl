@@ -50,10 +50,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete, patch]
-# Certificate reload with tls.reload Signal: SIGHUP to the node (PID 1) through the exec API.
+{{- if .Values.rbac.podExec }}
+# Certificate reload with tls.reload Signal: SIGHUP to the node (PID 1) through the exec API (a
+# WebSocket upgrade, a GET: authorized as get on pods/exec, and since Kubernetes 1.35 as create too).
 - apiGroups: [""]
   resources: [pods/exec]
-  verbs: [create]
+  verbs: [create, get]
+{{- end }}
 - apiGroups: [""]
   resources: [services, configmaps, secrets]
   verbs: [get, create, patch]

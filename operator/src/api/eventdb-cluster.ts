@@ -270,6 +270,15 @@ export type OperationStatus = z.infer<typeof OperationStatus>;
 export const CertificateRotationStatus = z.object({
   secretHash: z.string().describe('Content hash of the certificate and CA Secrets the nodes are brought to.'),
   method: z.enum(['Signal', 'Endpoint']).optional().describe('tls.reload when the rotation started.'),
+  signalFailures: z.number().int().optional().describe('SIGHUPs through pods/exec that failed in this rotation (the exec itself, not a node refusing its files).'),
+  fallback: z
+    .object({
+      method: z.literal('Endpoint'),
+      reason: z.string().describe('Why Signal was given up, e.g. the apiserver refusing pods/exec.'),
+      at: Timestamp,
+    })
+    .optional()
+    .describe('Set when tls.reload Signal could not be used (no pods/exec, or 3 failed SIGHUPs, or one denied): the rest of the rotation reloads by Endpoint (POST /admin/reloadconfig).'),
   secretChangedAt: Timestamp.describe('When the certificate or CA Secret changed: its latest write (to the second), else when the operator first saw the change.'),
   startedAt: Timestamp.describe('When the operator first saw the change and started the rotation.'),
   finishedAt: Timestamp.optional().describe('When the last node was verified; absent while the rotation runs.'),

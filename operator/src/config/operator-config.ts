@@ -41,6 +41,12 @@ export const OperatorConfigSchema = z.object({
    * rotation then starts up to 15 s late), for installs that must not list Secrets.
    */
   WATCH_SECRETS: Bool.default(true),
+  /**
+   * The operator may exec in node pods (RBAC create on pods/exec): tls.reload Signal sends SIGHUP
+   * that way. false (the chart's rbac.podExec false): every certificate reload goes by Endpoint
+   * (POST /admin/reloadconfig), and the rotation says so.
+   */
+  POD_EXEC: Bool.default(true),
 });
 
 export type OperatorConfig = z.infer<typeof OperatorConfigSchema> & {

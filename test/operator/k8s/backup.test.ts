@@ -1,11 +1,12 @@
-// Backups on the kind cluster (CSI hostpath with snapshots), operator as a local process:
+// Backups on the kind cluster (CSI hostpath with snapshots), the operator installed from the chart in
+// the cluster (watching every namespace; EVENTDB_K8S_LOCAL_OPERATOR=1: a local process, debugging only):
 // - a VolumeSnapshot Backup of a three-node cluster taken while writers append: Completed with
 //   every snapshot readyToUse, the writers never lose an acknowledged write, and a new cluster
 //   made from the Backup serves the events written before it;
 // - FileCopy Backups of a one-node cluster into a PVC, full then differential: a new cluster made
 //   from the differential one serves the events of both; ttl deletes the older backup (and its
 //   folder) but keeps the last completed one.
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, create, ctx, kubectl, runScriptPod, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
   applyCluster,
@@ -14,13 +15,13 @@ import {
   lastJsonLine,
   runInCluster,
   secretValue,
-  startLocalOperator,
+  startOperator,
   startWriters,
   waitClusterReady,
   applyBackup,
   getBackup,
   waitBackupCompleted,
-  type LocalOperator,
+  type OperatorUnderTest,
 } from './operator-support.js';
 
 const SMALL = { storage: { data: { size: '256Mi' } }, resources: { requests: { cpu: '20m', memory: '128Mi' } } };
@@ -87,18 +88,20 @@ function eventReasons(namespace: string, kind: string, name: string): string {
   return kubectl(['get', 'events', '-n', namespace, '--field-selector', `involvedObject.kind=${kind},involvedObject.name=${name}`, '-o', 'jsonpath={.items[*].reason}']).stdout;
 }
 
-describe.skipIf(ctx().skipReason !== '')('Backup and restore, operator as a local process', () => {
+describe.skipIf(ctx().skipReason !== '')('Backup and restore, operator installed from the chart', () => {
   const namespace = useNamespace('edb-backup');
-  let operator: LocalOperator | undefined;
-  beforeAll(() => installCrds(), 120_000);
-  afterEach(async () => {
+  let operator: OperatorUnderTest | undefined;
+  beforeAll(async () => {
+    installCrds();
+    operator = await startOperator({ watchNamespaces: [] });
+  }, 400_000);
+  afterAll(async () => {
     await operator?.stop();
     operator = undefined;
-  }, 60_000);
+  }, 400_000);
 
   it('snapshots a follower of a three-node cluster under write load, and a new cluster from the Backup serves the data', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     expect(applyCluster(ns, 'orders', { ...SMALL, replicas: 3 }).status).toBe(0);
     await waitClusterReady(ns, 'orders', 420_000);
     expect(await append(ns, 'orders', 'before-backup', 50)).toBe(50);
@@ -138,7 +141,6 @@ describe.skipIf(ctx().skipReason !== '')('Backup and restore, operator as a loca
 
   it('copies files into a PVC, full then differential; a new cluster from the differential one serves both; ttl keeps the last good backup', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     await create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',

@@ -1,6 +1,7 @@
-// Certificate rotation by the operator (issue 22) on the kind cluster, operator as a local process
-// (it reaches the nodes through port-forwards and sends SIGHUP through the pods/exec API):
-// a three-node EventDBCluster with tls.mode Secret under write load
+// Certificate rotation by the operator (issues 22, 27) on the kind cluster, the operator installed
+// as users install it (from the chart in the cluster: two replicas, the chart's service account and
+// RBAC; it reaches the nodes by pod IP and sends SIGHUP through the pods/exec API with its service
+// account token): a three-node EventDBCluster with tls.mode Secret under write load
 // - CA migration and a new certificate, reload by Signal: the new CA is added to the CA Secret
 //   (both trusted), the certificate Secret is replaced by one of the new CA with another common
 //   name, the old CA is removed; every node serves the new certificate (checked by a TLS handshake
@@ -18,7 +19,13 @@
 //   Secret update to the start of the reload is printed (the Secret informer), and the cycle
 //   still completes on every node;
 // - self-signed mode with a 6-minute certificate renewed 4 minutes before expiry (a one-node
-//   cluster): renewed and reloaded before it expires, no write fails.
+//   cluster): renewed and reloaded before it expires, no write fails;
+// - the plain-YAML install (operator/install.yaml) in place of the chart: a Signal rotation to a
+//   third CA and another common name, every node, no failed write;
+// - exec denied (the chart with rbac.podExec=false: no pods/exec in its RBAC): a Signal cluster's
+//   rotation completes by the Endpoint fallback, and a Warning Event says so.
+// The operator restarts are deletions of its pods. EVENTDB_K8S_LOCAL_OPERATOR=1 runs a local
+// process instead (debugging only).
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, create, createNamespace, ctx, deleteNamespace, kubectl, waitFor } from '../../k8s/helpers.js';
@@ -35,12 +42,13 @@ import {
   patchCluster,
   runInCluster,
   secretValue,
-  startLocalOperator,
+  LOCAL_OPERATOR,
+  startOperator,
   startWriters,
   waitBackupCompleted,
   waitClusterReady,
   type ClusterObject,
-  type LocalOperator,
+  type OperatorUnderTest,
   type WritersSummary,
 } from './operator-support.js';
 
@@ -48,6 +56,7 @@ const CLUSTER = 'rot';
 const nowMs = Date.now();
 const caOld = createCertificateAuthority({ commonName: 'Rotation Test CA One', validityDays: 2, nowMs });
 const caNew = createCertificateAuthority({ commonName: 'Rotation Test CA Two', validityDays: 2, nowMs });
+const caThird = createCertificateAuthority({ commonName: 'Rotation Test CA Three', validityDays: 2, nowMs });
 
 function leaf(ns: string, ca: KeyPairPem, commonName: string): KeyPairPem {
   return createSignedCertificate({ commonName, subjectAltNames: nodeCertificateNames({ name: CLUSTER, namespace: ns, uid: '' }), validityDays: 1, nowMs }, ca);
@@ -174,7 +183,7 @@ function eventsOf(ns: string, reason: string): string[] {
 
 describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, three nodes under write load', () => {
   let ns = '';
-  let operator: LocalOperator | undefined;
+  let operator: OperatorUnderTest | undefined;
   let password = '';
   const pods = (): string[] => ['rot-0', 'rot-1', 'rot-2'];
   const readUrls = (): string[] => pods().map((pod) => `https://${pod}.${CLUSTER}-headless.${ns}.svc:2113`);
@@ -193,8 +202,9 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     putCertificate(ns, leafA);
     putSecret(ns, 'rot-ca', 'Opaque', { 'ca.crt': caOld.certificatePem });
     // What the test's clients trust all along: both CAs.
-    putSecret(ns, 'rot-client-trust', 'Opaque', { 'ca.crt': caOld.certificatePem + caNew.certificatePem });
-    operator = await startLocalOperator({ namespaces: [ns] });
+    putSecret(ns, 'rot-client-trust', 'Opaque', { 'ca.crt': caOld.certificatePem + caNew.certificatePem + caThird.certificatePem });
+    operator = await startOperator({ watchNamespaces: [ns] });
+    process.stdout.write(`[certificate-rotation] operator installed by ${operator.install}${operator.namespace === '' ? '' : ` in ${operator.namespace}`}\n`);
     const spec = {
       replicas: 3,
       storage: { data: { size: '256Mi' } },
@@ -215,40 +225,53 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     return await startWriters(ns, { name, writeUrl: `https://${CLUSTER}-leader:2113`, readUrls: readUrls(), writers: 4, password, cluster: CLUSTER, trustSecret: 'rot-client-trust' });
   }
 
-  it('Signal: migrates to a new CA and a certificate with another common name; every node serves it, no write fails', async () => {
-    // The nodes run what they were started with.
-    let cluster = await waitRotated(ns, hashOf(leafA, leafA.privateKeyPem, [caOld]));
-    const load = await writers('writers-signal');
-
+  /**
+   * A CA migration under write load by Signal: `to` trusted beside `from`, the certificate
+   * replaced by `next` (signed by `to`, another common name), `from` removed; every node serves
+   * `next` (a TLS handshake from inside the cluster), the time is printed, no write fails.
+   */
+  async function migrateBySignal(label: string, from: { ca: KeyPairPem; key: string }, to: { ca: KeyPairPem; key: string }, current: KeyPairPem, next: KeyPairPem): Promise<void> {
+    const signalEventsBefore = eventsOf(ns, 'CertificatesReloaded').filter((note) => note.includes('reloaded by Signal at')).length;
+    const load = await writers(`writers-signal-${label}`);
     // 1. Both CAs trusted.
-    putSecret(ns, 'rot-ca', 'Opaque', { 'ca.crt': caOld.certificatePem, 'new-ca.crt': caNew.certificatePem });
-    cluster = await waitRotated(ns, hashOf(leafA, leafA.privateKeyPem, [caOld, caNew]));
+    putSecret(ns, 'rot-ca', 'Opaque', { [from.key]: from.ca.certificatePem, [to.key]: to.ca.certificatePem });
+    let cluster = await waitRotated(ns, hashOf(current, current.privateKeyPem, [from.ca, to.ca]));
 
     // 2. The certificate of the new CA, another common name.
-    const changedAtMs = putCertificate(ns, leafB);
-    cluster = await waitRotated(ns, hashOf(leafB, leafB.privateKeyPem, [caOld, caNew]));
+    const changedAtMs = putCertificate(ns, next);
+    cluster = await waitRotated(ns, hashOf(next, next.privateKeyPem, [from.ca, to.ca]));
     // The operator's figure (reloadedAt) and the test's own: until it saw the rotation done.
     const seconds = (Date.parse(cluster.status?.certificates?.reloadedAt ?? '') - changedAtMs) / 1000;
     const observedSeconds = (Date.now() - changedAtMs) / 1000;
-    process.stdout.write(`[certificate-rotation] Signal: Secret update to the last verified node ${seconds.toFixed(1)} s (seen done by the test after ${observedSeconds.toFixed(1)} s)\n`);
+    process.stdout.write(`[certificate-rotation] Signal (${label}, operator by ${operator?.install ?? '?'}): Secret update to the last verified node ${seconds.toFixed(1)} s (seen done by the test after ${observedSeconds.toFixed(1)} s)\n`);
     expect(observedSeconds).toBeLessThan(120);
-    // The completion is said by an Event (the condition keeps the hash and time afterwards).
-    expect(eventsOf(ns, 'CertificatesReloaded').some((note) => note.includes('reloaded by Signal'))).toBe(true);
-    expect(condition(cluster, 'CertificatesReloaded')?.message).toContain(hashOf(leafB, leafB.privateKeyPem, [caOld, caNew]));
+    // The completion is said by an Event (the condition keeps the hash and time afterwards), by Signal, no fallback.
+    expect(eventsOf(ns, 'CertificatesReloaded').filter((note) => note.includes('reloaded by Signal at')).length).toBeGreaterThan(signalEventsBefore);
+    expect(cluster.status?.certificates?.rotation?.fallback).toBeUndefined();
+    expect(condition(cluster, 'CertificatesReloaded')?.message).toContain(hashOf(next, next.privateKeyPem, [from.ca, to.ca]));
     expect(seconds).toBeLessThan(120);
-    const served = await servedInCluster(ns, 'probe-signal');
-    expect(served).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafB.certificatePem)])));
-    expect(eventsOf(ns, 'NodeCertificateReloaded').length).toBeGreaterThanOrEqual(3);
+    const served = await servedInCluster(ns, `probe-signal-${label}`);
+    expect(served).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(next.certificatePem)])));
 
     // 3. The old CA removed.
-    putSecret(ns, 'rot-ca', 'Opaque', { 'new-ca.crt': caNew.certificatePem });
-    cluster = await waitRotated(ns, hashOf(leafB, leafB.privateKeyPem, [caNew]));
+    putSecret(ns, 'rot-ca', 'Opaque', { [to.key]: to.ca.certificatePem });
+    cluster = await waitRotated(ns, hashOf(next, next.privateKeyPem, [to.ca]));
 
     const summary = await load.stop();
-    process.stdout.write(`[certificate-rotation] Signal: writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}, longest gap ${summary.maxGapMs} ms\n`);
+    process.stdout.write(`[certificate-rotation] Signal (${label}): writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}, longest gap ${summary.maxGapMs} ms\n`);
     expect(summary.failedAttempts).toBe(0);
     expect(summary.acked).toBeGreaterThan(20);
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
+    // no SIGHUP failed on the way
+    expect(eventsOf(ns, 'CertificateReloadFallback')).toEqual([]);
+    expect(eventsOf(ns, 'CertificateReloadFailed').filter((note) => note.includes('pods/exec'))).toEqual([]);
+  }
+
+  it('Signal: migrates to a new CA and a certificate with another common name; every node serves it, no write fails', async () => {
+    // The nodes run what they were started with.
+    await waitRotated(ns, hashOf(leafA, leafA.privateKeyPem, [caOld]));
+    await migrateBySignal('chart', { ca: caOld, key: 'ca.crt' }, { ca: caNew, key: 'new-ca.crt' }, leafA, leafB);
+    expect(eventsOf(ns, 'NodeCertificateReloaded').length).toBeGreaterThanOrEqual(3);
   }, 600_000);
 
   it('Endpoint: POST /admin/reloadconfig reloads every node; switching the method restarts no pod', async () => {
@@ -295,8 +318,7 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     const failing = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
     const counts = Object.fromEntries((failing?.nodes ?? []).map((node) => [node.pod, node.failures]));
     expect(Object.keys(counts).length).toBeGreaterThan(0);
-    await operator?.stop();
-    operator = await startLocalOperator({ namespaces: [ns] });
+    await operator?.restart();
     const continued = await waitFor('the restarted operator to count further failures', async () => {
       const rotation = (await getCluster(ns, CLUSTER))?.status?.certificates?.rotation;
       return (rotation?.nodes ?? []).some((node) => node.failures > (counts[node.pod] ?? Infinity)) ? rotation : undefined;
@@ -406,4 +428,48 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     expect(summary.acked).toBeGreaterThan(10);
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
   }, 400_000);
+
+  it('the plain-YAML install: a Signal rotation to a third CA and another common name, every node, no failed write', async () => {
+    const leafF = leaf(ns, caThird, 'node-f.eventdb.test');
+    const leafE = { certificatePem: await secretValue(ns, 'rot-tls', 'tls.crt'), privateKeyPem: await secretValue(ns, 'rot-tls', 'tls.key') };
+    await operator?.stop();
+    operator = await startOperator({ watchNamespaces: [ns], install: 'yaml' });
+    process.stdout.write(`[certificate-rotation] operator installed by ${operator.install}${operator.namespace === '' ? '' : ` in ${operator.namespace}`}\n`);
+    // back to Signal (the Endpoint test switched it; switching restarts no pod)
+    await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
+    await waitRotated(ns, hashOf(leafE, leafE.privateKeyPem, [caNew]));
+    await migrateBySignal('plain-yaml', { ca: caNew, key: 'new-ca.crt' }, { ca: caThird, key: 'third-ca.crt' }, leafE, leafF);
+  }, 600_000);
+
+  it('exec denied (chart rbac.podExec=false): a Signal rotation completes by the Endpoint fallback and says so in an Event', async () => {
+    // the CA the nodes trust now (the third one after the plain-YAML test; runnable on its own after the first test)
+    const trusted = Object.keys((await api().get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${ns}/secrets/rot-ca`))?.data ?? {});
+    const ca = trusted.includes('third-ca.crt') ? caThird : trusted.includes('new-ca.crt') ? caNew : caOld;
+    const leafG = leaf(ns, ca, 'node-g.eventdb.test');
+    await operator?.stop();
+    operator = await startOperator({ watchNamespaces: [ns], set: ['rbac.podExec=false'] });
+    // The chart's RBAC grants no pods/exec now (what the apiserver itself says).
+    if (operator.install !== 'local') {
+      const serviceAccount = kubectl(['get', 'deployment', '-n', operator.namespace, '-l', 'app.kubernetes.io/name=eventdb-operator', '-o', 'jsonpath={.items[0].spec.template.spec.serviceAccountName}']).stdout.trim();
+      const canExec = kubectl(['auth', 'can-i', 'create', 'pods/exec', '-n', ns, `--as=system:serviceaccount:${operator.namespace}:${serviceAccount}`]);
+      expect(canExec.stdout.trim()).toBe('no');
+    }
+    await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
+    const load = await writers('writers-no-exec');
+    const changedAtMs = putCertificate(ns, leafG);
+    const cluster = await waitRotated(ns, hashOf(leafG, leafG.privateKeyPem, [ca]));
+    const seconds = (Date.parse(cluster.status?.certificates?.reloadedAt ?? '') - changedAtMs) / 1000;
+    process.stdout.write(`[certificate-rotation] exec denied: Secret update to the last verified node ${seconds.toFixed(1)} s, by ${cluster.status?.certificates?.rotation?.fallback?.method ?? '?'} (${cluster.status?.certificates?.rotation?.fallback?.reason ?? ''})\n`);
+    expect(cluster.status?.certificates?.rotation?.fallback).toMatchObject({ method: 'Endpoint', reason: expect.stringContaining('POD_EXEC=false') });
+    const fallbackEvents = eventsOf(ns, 'CertificateReloadFallback');
+    expect(fallbackEvents.some((note) => note.includes('tls.reload Signal cannot be used') && note.includes('reloaded by Endpoint (POST /admin/reloadconfig)'))).toBe(true);
+    expect(eventsOf(ns, 'CertificatesReloaded').some((note) => note.includes('reloaded by Endpoint (fallback from Signal'))).toBe(true);
+    expect(await servedInCluster(ns, 'probe-no-exec')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafG.certificatePem)])));
+    if (operator.install !== 'local') expect(operator.logs()).toContain('certificate reload falls back from Signal to Endpoint');
+    const summary = await load.stop();
+    process.stdout.write(`[certificate-rotation] exec denied: writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}\n`);
+    expect(summary.failedAttempts).toBe(0);
+    expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
+    for (const note of [...eventsOf(ns, 'CertificateReloadFailed'), ...fallbackEvents]) expect(note).not.toContain('[object');
+  }, 600_000);
 });

@@ -64,6 +64,22 @@ describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
       const node = (await clusterPods(ns, 'orders'))[0];
       helmUninstall('eventdb-operator', operatorNamespace);
       for (const crd of CRDS) expect(kubectl(['get', 'crd', crd]).status).toBe(0);
+
+      // Another release name while the kept CRDs belong to the old one: refused, saying how.
+      const other = (extra: string[]): { status: number; out: string } =>
+        run(ctx().helm, ['install', 'other-operator', path.join(REPO, 'charts/eventdb-operator'), '--kubeconfig', ctx().kubeconfig, '--namespace', operatorNamespace, '--dry-run=server', '--set', `watchNamespaces={${ns}}`, ...extra]);
+      const refused = other([]);
+      expect(refused.status).not.toBe(0);
+      expect(refused.out).toContain(`installed by the Helm release "eventdb-operator" in namespace "${operatorNamespace}"`);
+      expect(refused.out).toContain('meta.helm.sh/release-name=other-operator');
+      expect(refused.out).toContain('--set crds.install=false');
+      // Either way out the README gives: without the CRDs, or with them adopted.
+      expect(other(['--set', 'crds.install=false']).status).toBe(0);
+      expect(kubectl(['annotate', 'crd', ...CRDS, 'meta.helm.sh/release-name=other-operator', `meta.helm.sh/release-namespace=${operatorNamespace}`, '--overwrite']).status).toBe(0);
+      const adopted = other([]);
+      expect(adopted.status, adopted.out).toBe(0);
+      // back to the first release's ownership
+      expect(kubectl(['annotate', 'crd', ...CRDS, 'meta.helm.sh/release-name=eventdb-operator', '--overwrite']).status).toBe(0);
       expect(await getCluster(ns, 'orders')).toBeDefined();
       expect(kubectl(['get', 'pvc', 'data-orders-0', '-n', ns]).status).toBe(0);
       expect((await clusterPods(ns, 'orders'))[0]?.uid).toBe(node?.uid);

@@ -121,6 +121,157 @@ export async function removeOperatorRelease(namespace: string): Promise<void> {
   await deleteNamespace(namespace);
 }
 
+/**
+ * EVENTDB_K8S_LOCAL_OPERATOR=1: the tests start the operator as a process on this machine (the
+ * debugging loop: its log on the terminal, a breakpoint in it) instead of installing it in the
+ * cluster. Not the proof: `make test` runs them against the operator installed as users install it.
+ */
+export const LOCAL_OPERATOR = process.env['EVENTDB_K8S_LOCAL_OPERATOR'] === '1';
+
+/** How the operator under test was installed. */
+export type OperatorInstall = 'chart' | 'yaml' | 'local';
+
+/** The operator a test file runs against: installed in the cluster (chart or plain YAML), or a local process (opt-in). */
+export interface OperatorUnderTest {
+  readonly install: OperatorInstall;
+  /** The operator's namespace ('' for a local process). */
+  readonly namespace: string;
+  /** Its log so far: every operator pod's (current and previous container), or the local process's. */
+  logs(): string;
+  /**
+   * Restarts it: deletes its pods (`force`: at once, no grace, as a crash; else SIGTERM, giving the
+   * Lease up) and waits until a new replica holds the Lease; a local process is stopped and started.
+   */
+  restart(options?: { force?: boolean }): Promise<void>;
+  /** True when no operator container restarted or ended by itself since it was installed. */
+  healthy(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+const OPERATOR_SELECTOR = 'app.kubernetes.io/name=eventdb-operator';
+
+function operatorPodNames(namespace: string): string[] {
+  return kubectl(['get', 'pods', '-n', namespace, '-l', OPERATOR_SELECTOR, '-o', 'jsonpath={.items[*].metadata.name}']).stdout.split(' ').filter(Boolean);
+}
+
+async function leaseHolder(namespace: string, lease: string): Promise<string | undefined> {
+  return (await api().get<{ spec?: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${lease}`))?.spec?.holderIdentity || undefined;
+}
+
+/** The operator in the cluster, in `namespace` (Deployment `deployment`, Lease `lease`). */
+function inClusterOperator(install: 'chart' | 'yaml', namespace: string, deployment: string, uninstall: () => Promise<void>): OperatorUnderTest {
+  const seenLogs: string[] = [];
+  const collect = (): void => {
+    for (const pod of operatorPodNames(namespace)) {
+      const log = kubectl(['logs', '-n', namespace, pod, '--tail=-1']).stdout;
+      seenLogs.push(`--- ${pod}\n${log}`);
+    }
+  };
+  return {
+    install,
+    namespace,
+    logs() {
+      const now = operatorPodNames(namespace).map((pod) => `--- ${pod}\n${kubectl(['logs', '-n', namespace, pod, '--tail=-1']).stdout}`);
+      return [...seenLogs, ...now].join('\n');
+    },
+    async restart(options = {}) {
+      collect();
+      const before = operatorPodNames(namespace);
+      const holder = await leaseHolder(namespace, 'eventdb-operator');
+      const args = ['delete', 'pod', '-n', namespace, ...before, '--wait=false', ...(options.force === true ? ['--grace-period=0', '--force'] : [])];
+      const deleted = kubectl(args);
+      if (deleted.status !== 0) throw new Error(`deleting the operator pods failed:\n${deleted.out}`);
+      const rollout = kubectl(['rollout', 'status', `deployment/${deployment}`, '-n', namespace, '--timeout=180s'], undefined, 200_000);
+      if (rollout.status !== 0) throw new Error(`the operator did not come back:\n${rollout.out}`);
+      await waitFor('a new operator replica holding the Lease', async () => {
+        const now = await leaseHolder(namespace, 'eventdb-operator');
+        return now !== undefined && now !== holder && !before.includes(now) ? now : undefined;
+      }, 120_000, 1000);
+    },
+    async healthy() {
+      const pods = await api().get<{ items: { status?: { containerStatuses?: { restartCount?: number }[] } }[] }>(`/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent(OPERATOR_SELECTOR)}`);
+      return (pods?.items ?? []).every((pod) => (pod.status?.containerStatuses ?? []).every((status) => (status.restartCount ?? 0) === 0));
+    },
+    async stop() {
+      await uninstall();
+    },
+  };
+}
+
+/**
+ * The operator for a test file, as users install it: the chart (`helm install` into a namespace
+ * of its own, two replicas, its service account and RBAC) or the plain YAML
+ * (operator/install.yaml with this checkout's images: namespace eventdb-system, cluster-wide).
+ * `watchNamespaces` empty: it watches every namespace (the tests of a file then make namespaces
+ * as they go). EVENTDB_K8S_LOCAL_OPERATOR=1 starts a local process instead.
+ */
+export async function startOperator(options: { watchNamespaces: string[]; install?: 'chart' | 'yaml'; set?: string[]; env?: Record<string, string> }): Promise<OperatorUnderTest> {
+  if (LOCAL_OPERATOR) {
+    let local = await startLocalOperator({ namespaces: options.watchNamespaces, ...(options.env === undefined ? {} : { env: options.env }) });
+    const earlier: string[] = [];
+    return {
+      install: 'local',
+      namespace: '',
+      logs: () => [...earlier, ...local.output].join('\n'),
+      async restart(restartOptions = {}) {
+        earlier.push(...local.output);
+        await local.stop(restartOptions.force === true ? 'SIGKILL' : 'SIGTERM');
+        local = await startLocalOperator({ namespaces: options.watchNamespaces, ...(options.env === undefined ? {} : { env: options.env }) });
+      },
+      healthy: async () => local.child.exitCode === null,
+      async stop() {
+        await local.stop();
+      },
+    };
+  }
+  if (options.install === 'yaml') return await installPlainYaml(options.set ?? []);
+  const namespace = await createOperatorNamespace();
+  // a release name of its own: a cluster-wide install's ClusterRole is named after it
+  const release = `${namespace}-eventdb-operator`;
+  const sets = ['resources.requests.cpu=10m', ...(options.set ?? [])];
+  try {
+    helmInstallOperator({ release, namespace, watchNamespaces: options.watchNamespaces, set: sets });
+  } catch (err: unknown) {
+    process.stdout.write(`[operator] ${(err as Error).message}\n${kubectl(['get', 'pods,events', '-n', namespace]).out}\n`);
+    helmUninstall(release, namespace);
+    await deleteNamespace(namespace);
+    throw err;
+  }
+  await waitFor('the chart-installed operator to hold its Lease', async () => await leaseHolder(namespace, 'eventdb-operator'), 120_000, 1000);
+  return inClusterOperator('chart', namespace, release, async () => {
+    helmUninstall(release, namespace);
+    await deleteNamespace(namespace);
+  });
+}
+
+/** Documents of a manifest with this checkout's images in place of the release's. */
+function withTestImages(manifest: string): string {
+  return manifest.replace(/image: "eventdb-operator:[^"]+"/g, `image: "${OPERATOR_IMAGE}"`).replace(/value: "eventdb:[^"]+"/g, `value: "${ctx().image}"`);
+}
+
+/**
+ * The plain-YAML install: operator/install.yaml (the CRDs, namespace eventdb-system, the operator),
+ * or with `set` containing rbac.podExec=false the CRDs and operator/deploy/operator-without-exec.yaml.
+ */
+async function installPlainYaml(set: string[]): Promise<OperatorUnderTest> {
+  const withoutExec = set.includes('rbac.podExec=false');
+  const unknown = set.filter((value) => value !== 'rbac.podExec=false');
+  if (unknown.length > 0) throw new Error(`the plain-YAML install takes no values (${unknown.join(', ')})`);
+  const manifest = withoutExec
+    ? [fs.readFileSync(path.join(REPO, 'operator/deploy/namespace.yaml'), 'utf8'), fs.readFileSync(path.join(REPO, 'operator/deploy/operator-without-exec.yaml'), 'utf8')].join('\n---\n')
+    : fs.readFileSync(path.join(REPO, 'operator/install.yaml'), 'utf8');
+  if (withoutExec) installCrds();
+  const applied = kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], withTestImages(manifest));
+  if (applied.status !== 0) throw new Error(`kubectl apply of the plain YAML failed:\n${applied.out}`);
+  const rollout = kubectl(['rollout', 'status', 'deployment/eventdb-operator', '-n', 'eventdb-system', '--timeout=180s'], undefined, 200_000);
+  if (rollout.status !== 0) throw new Error(`the plain-YAML operator did not roll out:\n${rollout.out}\n${kubectl(['get', 'pods,events', '-n', 'eventdb-system']).out}`);
+  await waitFor('the plain-YAML operator to hold its Lease', async () => await leaseHolder('eventdb-system', 'eventdb-operator'), 120_000, 1000);
+  return inClusterOperator('yaml', 'eventdb-system', 'eventdb-operator', async () => {
+    kubectl(['delete', '-f', path.join(REPO, withoutExec ? 'operator/deploy/operator-without-exec.yaml' : 'operator/deploy/operator.yaml'), '--ignore-not-found', '--wait=true'], undefined, 200_000);
+    await deleteNamespace('eventdb-system');
+  });
+}
+
 /** `kubectl apply` of an EventDBCluster; returns kubectl's result (a rejected spec is status 1). */
 export function applyCluster(namespace: string, name: string, spec: Record<string, unknown>, annotations: Record<string, string> = {}): { status: number; out: string } {
   const document = { apiVersion: 'eventdb.io/v1alpha1', kind: 'EventDBCluster', metadata: { name, namespace, annotations }, spec };

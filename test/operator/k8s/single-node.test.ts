@@ -1,8 +1,8 @@
-// A one-node EventDBCluster on the kind cluster, with the operator as a local process (the fast
-// loop: it reaches the node through port-forwards, over https). The same operator runs in the cluster from
-// its image in in-cluster.test.ts.
+// A one-node EventDBCluster on the kind cluster, with the operator installed from the chart in the
+// cluster (watching every namespace: each test makes its own), reaching the node by pod IP over
+// https. EVENTDB_K8S_LOCAL_OPERATOR=1 runs a local process instead (port-forwards; debugging only).
 import { createHash, X509Certificate } from 'node:crypto';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, ctx, deleteNamespace, kubectl, sleep, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
   SMALL_CLUSTER,
@@ -15,23 +15,26 @@ import {
   readyCondition,
   runInCluster,
   secretValue,
-  startLocalOperator,
+  startOperator,
   startWriters,
   tagNodeImage,
   waitClusterReady,
   writeThenReadScript,
-  type LocalOperator,
+  type OperatorUnderTest,
 } from './operator-support.js';
 
 
-describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as a local process', () => {
+describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator installed from the chart', () => {
   const namespace = useNamespace('edb-one');
-  let operator: LocalOperator | undefined;
-  beforeAll(() => installCrds(), 120_000);
-  afterEach(async () => {
+  let operator: OperatorUnderTest | undefined;
+  beforeAll(async () => {
+    installCrds();
+    operator = await startOperator({ watchNamespaces: [] });
+  }, 400_000);
+  afterAll(async () => {
     await operator?.stop();
     operator = undefined;
-  }, 60_000);
+  }, 400_000);
 
   async function writeAndRead(stream: string, n: number): Promise<{ written: number; reads: Record<string, unknown> }> {
     const ns = namespace();
@@ -47,7 +50,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('becomes Ready, shows in kubectl get edb, and serves a write through <cluster>-leader on every address', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     expect(applyCluster(ns, 'orders', SMALL_CLUSTER).status).toBe(0);
     const cluster = await waitClusterReady(ns, 'orders');
     expect(cluster.status).toMatchObject({ phase: 'Ready', replicas: 1, readyReplicas: 1, leader: 'orders-0', image: ctx().image });
@@ -67,7 +69,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('restarts the node for a configuration change, records the operation, and keeps its data', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     expect((await writeAndRead('kept', 7)).written).toBe(201);
@@ -91,7 +92,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
   it('changes image and configuration while 16 writers append: one restart, no acknowledged write lost', async () => {
     const ns = namespace();
     const newImage = tagNodeImage('dev-b');
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
@@ -124,7 +124,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('restarts for a new eventdb.io/restartedAt value, and once only', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
@@ -139,7 +138,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('changes nothing while paused, and applies the change once unpaused', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
@@ -155,7 +153,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('with updateStrategy Supervised, waits for the approve annotation naming the operation', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', { ...SMALL_CLUSTER, updateStrategy: 'Supervised' });
     await waitClusterReady(ns, 'orders');
     const before = await clusterPods(ns, 'orders');
@@ -175,7 +172,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('waits for the maintenance window, and says when it opens', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     // A window one hour from now, for one minute: closed during the test.
     const opens = new Date(Date.now() + 3_600_000);
     const schedule = `${opens.getUTCMinutes()} ${opens.getUTCHours()} * * *`;
@@ -199,7 +195,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('reports a spec it cannot act on, naming the field, and makes nothing', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', { ...SMALL_CLUSTER, maintenanceWindows: [{ schedule: '0 2 * * 6', timeZone: 'Mars/Olympus', duration: '1h' }] });
     const cluster = await waitFor('InvalidSpec', async () => {
       const current = await getCluster(ns, 'orders');
@@ -213,7 +208,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('remakes a pod someone deleted, on the same volume with its data', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     expect((await writeAndRead('survives', 3)).written).toBe(201);
@@ -230,7 +224,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
 
   it('leaves nothing behind when its namespace is deleted: no pod, no PVC, no finalizer', async () => {
     const ns = namespace();
-    operator = await startLocalOperator({ namespaces: [ns] });
     applyCluster(ns, 'orders', SMALL_CLUSTER);
     await waitClusterReady(ns, 'orders');
     const cluster = await getCluster(ns, 'orders');
@@ -246,6 +239,6 @@ describe.skipIf(ctx().skipReason !== '')('a one-node EventDBCluster, operator as
     applyCluster(ns, 'again', SMALL_CLUSTER);
     await waitClusterReady(ns, 'again');
     await deleteNamespace(ns, 180_000);
-    expect(operator.child.exitCode).toBeNull();
+    expect(await operator?.healthy()).toBe(true);
   });
 });

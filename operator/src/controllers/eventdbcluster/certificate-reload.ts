@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { ANNOTATION_CERTIFICATE_HASH } from '../../api/group.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import type { NodeClient } from '../../node-client/node-client.js';
-import type { NodeSignaller } from '../../node-client/node-signal.js';
+import { NodeSignalError, type NodeSignaller } from '../../node-client/node-signal.js';
+import { describeError } from '../../runtime/describe-error.js';
 import type { KubeApi, KubeObject } from '../../runtime/kube-api.js';
 import { PODS, SECRETS } from '../../runtime/resource-types.js';
 import type { EffectiveSpec } from '../../resources/effective-spec.js';
@@ -72,7 +73,6 @@ export interface NodeRotationDeps {
   /** CAs to verify the node with: the Secret's now and those trusted before the change. */
   readonly trust: readonly string[];
   readonly credentials: { username: string; password: string } | undefined;
-  readonly method: 'Signal' | 'Endpoint';
 }
 
 /** The node's certificate report, or why it could not be had. */
@@ -91,7 +91,7 @@ export async function viewNode(deps: NodeRotationDeps, pod: PodView): Promise<No
       ...(report.lastReload === undefined ? {} : { lastReload: report.lastReload }),
     };
   } catch (err: unknown) {
-    return { pod: pod.name, problem: err instanceof Error ? err.message : String(err) };
+    return { pod: pod.name, problem: describeError(err) };
   }
 }
 
@@ -109,10 +109,10 @@ export async function nudgeKubelet(api: KubeApi, cluster: ClusterIdentity, pod: 
 const OUTCOME_WAIT_MS = 10_000;
 const OUTCOME_POLL_MS = 250;
 
-/** Reloads one node (its files are the new ones) and waits up to 10 s for the outcome. */
-export async function reloadNode(deps: NodeRotationDeps, pod: PodView, before: NodeCertificateView, target: RotationTarget): Promise<ReloadResult> {
+/** Reloads one node (its files are the new ones) by `method` and waits up to 10 s for the outcome. */
+export async function reloadNode(deps: NodeRotationDeps, pod: PodView, before: NodeCertificateView, target: RotationTarget, method: 'Signal' | 'Endpoint'): Promise<ReloadResult> {
   let refusal: string | undefined;
-  if (deps.method === 'Endpoint') {
+  if (method === 'Endpoint') {
     const endpoint = await nodeEndpoint({ cluster: deps.cluster.name, namespace: deps.cluster.namespace, pod, access: deps.access, trust: { ca: deps.trust } });
     if (endpoint === undefined || 'problem' in endpoint) return { kind: 'not-yet', why: `${pod.name} cannot be reached` };
     if (deps.credentials === undefined) return { kind: 'refused', message: 'the ops credentials cannot be read' };
@@ -121,15 +121,18 @@ export async function reloadNode(deps: NodeRotationDeps, pod: PodView, before: N
       if (outcome.kind === 'refused') refusal = `POST /admin/reloadconfig answered ${outcome.statusCode}: ${outcome.message}`;
       if (outcome.kind === 'unsupported') refusal = 'the node has no POST /admin/reloadconfig';
     } catch (err: unknown) {
-      return { kind: 'not-yet', why: `POST /admin/reloadconfig on ${pod.name}: ${err instanceof Error ? err.message : String(err)}` };
+      return { kind: 'not-yet', why: `POST /admin/reloadconfig on ${pod.name}: ${describeError(err)}` };
     }
     if (refusal !== undefined) return { kind: 'refused', message: refusal };
   } else {
-    if (deps.signaller === undefined) return { kind: 'refused', message: 'no exec access to send SIGHUP' };
+    if (deps.signaller === undefined) return { kind: 'signal-failed', message: 'the operator may not exec in pods (POD_EXEC=false)', denied: true };
     try {
       await deps.signaller.hangUp(deps.cluster.namespace, pod.name);
     } catch (err: unknown) {
-      return { kind: 'refused', message: `SIGHUP through pods/exec failed: ${err instanceof Error ? err.message : String(err)}` };
+      const denied = err instanceof NodeSignalError && err.code === 'EDBOP_EXEC_DENIED';
+      const message = `SIGHUP through pods/exec failed: ${describeError(err)}`;
+      deps.log.warn({ pod: pod.name, code: err instanceof NodeSignalError ? err.code : undefined, httpStatus: err instanceof NodeSignalError ? err.httpStatus : undefined, error: message }, 'SIGHUP through pods/exec failed');
+      return { kind: 'signal-failed', message, denied };
     }
   }
   const deadline = Date.now() + OUTCOME_WAIT_MS;

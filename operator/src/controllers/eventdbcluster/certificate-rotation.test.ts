@@ -18,6 +18,11 @@ import {
   rotationNeeded,
   rotationTarget,
   type NodeCertificateView,
+  methodInWords,
+  recordSignalFailure,
+  reloadMethod,
+  SIGNAL_FAILURES_BEFORE_FALLBACK,
+  withoutSignal,
 } from './certificate-rotation.js';
 
 const nowMs = Date.parse('2026-11-28T00:00:00Z');
@@ -171,5 +176,33 @@ describe('the rotation persisted in status.certificates.rotation', () => {
     expect(again.rotation.secretChangedAt).toBe(new Date(nowMs + 99_000).toISOString());
     // A Secret time in the future (clock skew) is not believed either.
     expect(beginRotation({ previous: undefined, target, method: 'Signal', changedAtMs: nowMs + 5000, nowMs, previousCas: [] }).rotation.secretChangedAt).toBe(new Date(nowMs).toISOString());
+  });
+});
+
+describe('falling back from Signal to Endpoint', () => {
+  const started = { secretHash: 'sha256:aa', method: 'Signal' as const, secretChangedAt: '2026-03-04T10:00:00.000Z', startedAt: '2026-03-04T10:00:00.000Z', verified: [] };
+  const nowMs = Date.parse('2026-03-04T10:00:05Z');
+
+  it('counts failed SIGHUPs and gives Signal up at the third', () => {
+    let rotation = recordSignalFailure(started, 'hc-0', { message: 'socket hang up', denied: false }, nowMs);
+    expect(rotation).toMatchObject({ signalFailures: 1 });
+    expect(reloadMethod(rotation, 'Signal')).toBe('Signal');
+    rotation = recordSignalFailure(rotation, 'hc-1', { message: 'socket hang up', denied: false }, nowMs);
+    expect(reloadMethod(rotation, 'Signal')).toBe('Signal');
+    rotation = recordSignalFailure(rotation, 'hc-2', { message: 'timed out', denied: false }, nowMs);
+    expect(rotation.fallback).toEqual({ method: 'Endpoint', reason: `${SIGNAL_FAILURES_BEFORE_FALLBACK} SIGHUPs through pods/exec failed, last on hc-2: timed out`, at: '2026-03-04T10:00:05.000Z' });
+    expect(reloadMethod(rotation, 'Signal')).toBe('Endpoint');
+    expect(methodInWords(rotation, 'Signal')).toBe('Endpoint (fallback from Signal: 3 SIGHUPs through pods/exec failed, last on hc-2: timed out)');
+    // kept when finished: the record says how the rotation went
+    expect(finishRotation(rotation, nowMs).fallback).toEqual(rotation.fallback);
+  });
+
+  it('gives Signal up at once when the exec is denied, and keeps the first reason', () => {
+    const rotation = recordSignalFailure(started, 'hc-0', { message: 'HTTP 403: forbidden', denied: true }, nowMs);
+    expect(rotation.fallback?.reason).toBe('the apiserver denied pods/exec, last on hc-0: HTTP 403: forbidden');
+    expect(recordSignalFailure(rotation, 'hc-1', { message: 'other', denied: false }, nowMs).fallback).toEqual(rotation.fallback);
+    expect(withoutSignal(rotation, 'no exec', nowMs).fallback).toEqual(rotation.fallback);
+    expect(withoutSignal(started, 'no exec', nowMs).fallback).toEqual({ method: 'Endpoint', reason: 'no exec', at: '2026-03-04T10:00:05.000Z' });
+    expect(methodInWords(started, 'Signal')).toBe('Signal');
   });
 });

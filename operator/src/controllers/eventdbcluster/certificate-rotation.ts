@@ -85,7 +85,9 @@ export type ReloadResult =
   /** The node reloaded but does not run the target yet (a volume not updated yet, e.g. the CA's). */
   | { readonly kind: 'not-yet'; readonly why: string }
   /** A signal was sent and the node has not reported a reload since. */
-  | { readonly kind: 'pending' };
+  | { readonly kind: 'pending' }
+  /** The SIGHUP could not be sent (the exec failed; the node was not asked). `denied`: the apiserver refused the exec (401/403). */
+  | { readonly kind: 'signal-failed'; readonly message: string; readonly denied: boolean };
 
 /**
  * The outcome of a reload from the node's report after it: `before` is the node's lastReload
@@ -237,4 +239,37 @@ export function finishRotation(rotation: CertificateRotationStatus, verifiedMs: 
   const changedAtMs = Date.parse(rotation.secretChangedAt);
   const seconds = Math.max(0, (verifiedMs - (Number.isNaN(changedAtMs) ? verifiedMs : changedAtMs)) / 1000);
   return { ...rest, finishedAt: new Date(verifiedMs).toISOString(), seconds: Math.round(seconds * 10) / 10 };
+}
+
+/** Failed SIGHUPs (the exec, not the node) in one rotation after which it reloads by Endpoint; a denied exec falls back at once. */
+export const SIGNAL_FAILURES_BEFORE_FALLBACK = 3;
+
+/** How the nodes of this rotation are reloaded now: tls.reload, unless the rotation fell back to Endpoint. */
+export function reloadMethod(rotation: CertificateRotationStatus, configured: 'Signal' | 'Endpoint'): 'Signal' | 'Endpoint' {
+  return rotation.fallback === undefined ? configured : rotation.fallback.method;
+}
+
+/** The rotation's method in words, for Events and the condition: "Signal", or "Endpoint (fallback from Signal: why)". */
+export function methodInWords(rotation: CertificateRotationStatus, configured: 'Signal' | 'Endpoint'): string {
+  return rotation.fallback === undefined ? configured : `${rotation.fallback.method} (fallback from ${configured}: ${rotation.fallback.reason})`;
+}
+
+/** Signal cannot be used at all (the operator may not exec in pods): the rotation reloads by Endpoint from its start. */
+export function withoutSignal(rotation: CertificateRotationStatus, reason: string, nowMs: number): CertificateRotationStatus {
+  if (rotation.fallback !== undefined) return rotation;
+  return { ...rotation, fallback: { method: 'Endpoint', reason, at: new Date(nowMs).toISOString() } };
+}
+
+/**
+ * One more failed SIGHUP (`pod`: the exec failed with `message`): counted; the rotation falls back
+ * to Endpoint once SIGNAL_FAILURES_BEFORE_FALLBACK such failures were seen, or at once when the
+ * apiserver denied the exec (asking again changes nothing until the RBAC does).
+ */
+export function recordSignalFailure(rotation: CertificateRotationStatus, pod: string, failure: { readonly message: string; readonly denied: boolean }, nowMs: number): CertificateRotationStatus {
+  const signalFailures = (rotation.signalFailures ?? 0) + 1;
+  const counted = { ...rotation, signalFailures };
+  if (rotation.fallback !== undefined) return counted;
+  if (!failure.denied && signalFailures < SIGNAL_FAILURES_BEFORE_FALLBACK) return counted;
+  const why = failure.denied ? 'the apiserver denied pods/exec' : `${signalFailures} SIGHUPs through pods/exec failed`;
+  return { ...counted, fallback: { method: 'Endpoint', reason: `${why}, last on ${pod}: ${failure.message}`.slice(0, 600), at: new Date(nowMs).toISOString() } };
 }

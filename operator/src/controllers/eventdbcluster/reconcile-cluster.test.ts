@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
 import { NodeClient, type NodeRequest, type NodeTransport } from '../../node-client/node-client.js';
+import { NodeSignalError, upgradeRefusal } from '../../node-client/node-signal.js';
 import { decodeSecretValue } from '../../resources/secrets.js';
 import { certificateFingerprint } from '../../resources/tls/certificate.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
@@ -55,6 +56,8 @@ class Harness {
   readonly refuseReload = new Map<string, string>();
   readonly lastReload = new Map<string, { at: string; result: string; message?: string }>();
   readonly signals: string[] = [];
+  /** When set, every SIGHUP through exec fails with it (the node is not asked). */
+  signalFailure: Error | undefined;
 
   private secretValue(name: string, key: string): string {
     return decodeSecretValue(this.api.objects(SECRETS).find((secret) => secret.metadata.name === name), key) ?? '';
@@ -75,7 +78,7 @@ class Harness {
   readonly informers: Informer[] = [];
   deps!: ClusterControllerDeps;
 
-  async start(spec: Record<string, unknown>, options: { clustering?: boolean } = {}): Promise<void> {
+  async start(spec: Record<string, unknown>, options: { clustering?: boolean; noSignaller?: boolean } = {}): Promise<void> {
     this.api.seed(EVENTDB_CLUSTERS, clusterObject(spec));
     const clusters = new Informer({ api: this.api, type: EVENTDB_CLUSTERS, clock: this.clock, log, resyncPeriodMs: 0 });
     const pods = new Informer({ api: this.api, type: PODS, clock: this.clock, log, resyncPeriodMs: 0 });
@@ -118,12 +121,17 @@ class Harness {
       pods: new InformerSet([pods]),
       client: new NodeClient({ transport }),
       access,
-      signaller: {
-        hangUp: async (_namespace, pod) => {
-          this.signals.push(pod);
-          this.reloadNode(pod);
-        },
-      },
+      ...(options.noSignaller === true
+        ? {}
+        : {
+            signaller: {
+              hangUp: async (_namespace: string, pod: string) => {
+                if (this.signalFailure !== undefined) throw this.signalFailure;
+                this.signals.push(pod);
+                this.reloadNode(pod);
+              },
+            },
+          }),
       events: { record: async (_object, event) => void this.events.push(event) },
       clock: this.clock,
       metrics: new OperatorMetrics(),
@@ -258,6 +266,72 @@ describe('reconcileCluster', () => {
     status = harness.status();
     expect(status.operation).toBeUndefined();
     expect(status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded')).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+  });
+
+  it('Signal denied by the apiserver: falls back to Endpoint at once, says so in an Event, the log and the condition, and completes', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', reload: 'Signal' } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    harness.signalFailure = upgradeRefusal(403, JSON.stringify({ kind: 'Status', status: 'Failure', message: 'pods "orders-0" is forbidden: User "system:serviceaccount:ops:op" cannot create resource "pods/exec"', reason: 'Forbidden', code: 403 }));
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    for (let i = 0; i < 5 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status.certificates?.rotation).toMatchObject({ method: 'Signal', signalFailures: 1, fallback: { method: 'Endpoint', reason: expect.stringContaining('the apiserver denied pods/exec, last on orders-0: SIGHUP through pods/exec failed: the apiserver answered the exec upgrade with HTTP 403') } });
+    const condition = status.conditions?.find((candidate) => candidate.type === 'CertificatesReloaded');
+    expect(condition).toMatchObject({ status: 'True', reason: 'CertificatesReloaded' });
+    const fallback = harness.events.filter((event) => event.reason === 'CertificateReloadFallback');
+    expect(fallback).toHaveLength(1);
+    expect(fallback[0]?.type).toBe('Warning');
+    expect(fallback[0]?.note).toContain('cannot create resource "pods/exec" (Forbidden, HTTP 403)');
+    expect(fallback[0]?.note).toContain('reloaded by Endpoint (POST /admin/reloadconfig)');
+    expect(harness.events.filter((event) => event.reason === 'CertificatesReloaded').at(-1)?.note).toContain('reloaded by Endpoint (fallback from Signal: the apiserver denied pods/exec');
+    expect(harness.requests.some((request) => request.url.pathname === '/admin/reloadconfig')).toBe(true);
+    for (const event of harness.events) expect(event.note).not.toContain('[object');
+  });
+
+  it('Signal failing otherwise: retried, then after 3 failed SIGHUPs reloaded by Endpoint', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', reload: 'Signal' } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    harness.signalFailure = new NodeSignalError('EDBOP_EXEC_UPGRADE_FAILED', 'the exec upgrade failed: socket hang up');
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    await harness.reconcile();
+    let status = harness.status();
+    expect(status.certificates?.rotation).toMatchObject({ signalFailures: 1, nodes: [{ pod: 'orders-0', failures: 1, lastError: 'SIGHUP through pods/exec failed: the exec upgrade failed: socket hang up (EDBOP_EXEC_UPGRADE_FAILED)' }] });
+    expect(status.certificates?.rotation?.fallback).toBeUndefined();
+    for (let i = 0; i < 20 && harness.status().operation !== undefined; i++) {
+      harness.clock.advance(10_000);
+      await harness.reconcile();
+    }
+    status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status.certificates?.rotation).toMatchObject({ signalFailures: 3, fallback: { method: 'Endpoint', reason: expect.stringMatching(/^3 SIGHUPs through pods\/exec failed, last on orders-0: /) } });
+    expect(harness.events.filter((event) => event.reason === 'CertificateReloadFailed')).toHaveLength(2);
+    expect(harness.events.filter((event) => event.reason === 'CertificateReloadFallback')).toHaveLength(1);
+  });
+
+  it('an operator without pods/exec (POD_EXEC=false) reloads a Signal cluster by Endpoint from the start and says why', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, tls: { mode: 'SelfSigned', reload: 'Signal' } }, { noSignaller: true });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.delete(SECRETS, 'shop', 'orders-node-tls');
+    for (let i = 0; i < 5 && harness.status().operation !== undefined; i++) await harness.reconcile();
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status.certificates?.rotation?.fallback?.reason).toContain('POD_EXEC=false');
+    expect(status.certificates?.rotation?.signalFailures).toBeUndefined();
+    expect(harness.events.find((event) => event.reason === 'CertificateReloadStarted')?.note).toContain('by Endpoint (fallback from Signal: the operator may not exec in pods');
+    expect(harness.events.filter((event) => event.reason === 'CertificateReloadFallback')).toHaveLength(1);
+    expect(harness.events.filter((event) => event.reason === 'CertificateReloadFailed')).toHaveLength(0);
   });
 
   it('rotates next to a scavenge cycle that holds the cluster: status.operation stays the Scavenge; failures persist in the status across a restart', async () => {

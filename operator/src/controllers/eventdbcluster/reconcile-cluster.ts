@@ -25,7 +25,7 @@
 import type { Logger } from 'pino';
 import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, LABEL_ROLE } from '../../api/group.js';
 import type { Backup } from '../../api/backup.js';
-import type { EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
+import type { CertificateRotationStatus, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
 import type { NodeClient } from '../../node-client/node-client.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
@@ -55,7 +55,7 @@ import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleL
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
 import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
 import type { NodeSignaller } from '../../node-client/node-signal.js';
-import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, nodeVerdict, recordFailure, recordVerified, rotationNeeded, rotationPlacement, remainingNodes } from './certificate-rotation.js';
+import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, methodInWords, nodeVerdict, recordFailure, recordSignalFailure, recordVerified, reloadMethod, rotationNeeded, rotationPlacement, remainingNodes, withoutSignal } from './certificate-rotation.js';
 import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
 
 export interface ClusterControllerDeps {
@@ -437,14 +437,20 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   }
   state.certificates = keep;
   if (running.length === 0) return 'continue';
-  const method = spec.tls.reload ?? 'Signal';
+  const configured = spec.tls.reload ?? 'Signal';
   const placement = rotationPlacement({ operation: current, holdRequested: holdRequested(state) });
   // Started when the change is seen (the Secrets were just read), not when this reconcile began.
-  const begun = beginRotation({ previous: previous?.rotation, target, method, changedAtMs: read.changedAtMs, nowMs: Math.max(state.nowMs, state.deps.clock.nowMs()), previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
+  const begun = beginRotation({ previous: previous?.rotation, target, method: configured, changedAtMs: read.changedAtMs, nowMs: Math.max(state.nowMs, state.deps.clock.nowMs()), previousCas: [...(trustedCasBefore.get(uid) ?? []), ...(ongoing?.previousCaCertificates ?? [])] });
   let rotation = placement.kind === 'alongside' ? { ...begun.rotation, alongside: placement.holder } : begun.rotation;
+  // An operator that may not exec in pods (POD_EXEC=false, e.g. the chart's rbac.podExec false) reloads by Endpoint from the start.
+  if (configured === 'Signal' && state.deps.signaller === undefined && rotation.fallback === undefined) {
+    rotation = withoutSignal(rotation, 'the operator may not exec in pods (POD_EXEC=false; the chart value rbac.podExec=false removes pods/exec from its RBAC)', state.nowMs);
+    if (!begun.started) await announceFallback(state, rotation);
+  }
   const next = placement.kind === 'alongside' ? ` next to ${placement.holder}, which keeps the cluster` : '';
   if (begun.started) {
-    await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${method}${next}` });
+    await emit(state, { type: 'Normal', reason: 'CertificateReloadStarted', action: 'Reload', note: `the certificate or CA Secret changed (hash ${target.hash}): reloading ${running.length} node(s) by ${methodInWords(rotation, configured)}${next}` });
+    if (rotation.fallback !== undefined) await announceFallback(state, rotation);
   }
   const id = `certificates-${target.hash.replace(/^sha256:/, '')}`;
   let operation: OperationStatus | undefined;
@@ -466,7 +472,6 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     log: state.log,
     trust: [...new Set([...(rotation.previousCaCertificates ?? []), ...read.caPems])],
     credentials: await opsCredentials(api, state.identity.namespace, spec),
-    method,
   };
   // A further Secret change during this rotation: nodes may then serve certificates of any of these CAs.
   trustedCasBefore.set(uid, [...deps.trust]);
@@ -489,7 +494,7 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
         const count = failureOf(rotation, name)?.count ?? 1;
         if (count >= FAILURES_BEFORE_REPORT) failed.push(`${name}: ${message}`);
         else waiting.push(`${name}: retrying (${message})`);
-        await emit(state, { type: 'Warning', reason: 'CertificateReloadFailed', action: 'Reload', note: `${name} did not take the new certificates (attempt ${count}, ${method}): ${message}; it keeps serving its old certificates` });
+        await emit(state, { type: 'Warning', reason: 'CertificateReloadFailed', action: 'Reload', note: `${name} did not take the new certificates (attempt ${count}, ${reloadMethod(rotation, configured)}): ${message}; it keeps serving its old certificates` });
       };
       if (verdict.kind === 'verified') return verified('already loaded');
       if (verdict.kind === 'unreachable') return void waiting.push(`${name}: ${verdict.why}`);
@@ -505,8 +510,17 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
         (failure.count >= FAILURES_BEFORE_REPORT ? failed : waiting).push(`${name}: ${failure.lastError}`);
         return;
       }
-      const result = await reloadNode(deps, pod, view, target);
-      if (result.kind === 'verified') return verified(`reloaded by ${method}`);
+      let result = await reloadNode(deps, pod, view, target, reloadMethod(rotation, configured));
+      if (result.kind === 'signal-failed') {
+        const before = rotation.fallback;
+        rotation = recordSignalFailure(rotation, name, result, state.nowMs);
+        if (rotation.fallback === undefined) return fail(result.message);
+        // Signal is given up for this rotation: this node is reloaded by Endpoint now.
+        if (before === undefined) await announceFallback(state, rotation);
+        result = await reloadNode(deps, pod, view, target, 'Endpoint');
+        if (result.kind === 'signal-failed') return fail(result.message);
+      }
+      if (result.kind === 'verified') return verified(`reloaded by ${methodInWords(rotation, configured)}`);
       if (result.kind === 'refused') return fail(result.message);
       const why = result.kind === 'not-yet' ? result.why : 'no reload seen yet';
       if (ageMs > FILES_WAIT_LIMIT_MS) return fail(`keeps the old certificates: ${why}`);
@@ -529,7 +543,7 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     }
     state.certificates = { ...keep, secretHash: target.hash, reloadedAt: nowIso, rotation };
     trustedCasBefore.set(uid, [...read.caPems]);
-    const message = `${running.length} node(s) serve the certificate of Secret hash ${target.hash} (sha256:${target.fingerprint}), reloaded by ${method} at ${nowIso}, ${seconds.toFixed(1)} s after the Secret changed${rotation.alongside === undefined ? '' : ` (next to ${rotation.alongside})`}`;
+    const message = `${running.length} node(s) serve the certificate of Secret hash ${target.hash} (sha256:${target.fingerprint}), reloaded by ${methodInWords(rotation, configured)} at ${nowIso}, ${seconds.toFixed(1)} s after the Secret changed${rotation.alongside === undefined ? '' : ` (next to ${rotation.alongside})`}`;
     state.certificatesCondition = { status: 'True', reason: 'CertificatesReloaded', message };
     await emit(state, { type: 'Normal', reason: 'CertificatesReloaded', action: 'Reload', note: message });
     return 'continue';
@@ -540,7 +554,7 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
   state.certificatesCondition =
     failed.length > 0
       ? { status: 'False', reason: 'ReloadFailed', message: `${failed.join('; ')}; the old certificates are still served${next}`.slice(0, 2000) }
-      : { status: 'False', reason: 'Reloading', message: `reloading nodes for Secret hash ${target.hash}${next}: ${progress}${waiting.length === 0 ? '' : `; ${waiting.join('; ')}`}`.slice(0, 2000) };
+      : { status: 'False', reason: 'Reloading', message: `reloading nodes for Secret hash ${target.hash} by ${methodInWords(rotation, configured)}${next}: ${progress}${waiting.length === 0 ? '' : `; ${waiting.join('; ')}`}`.slice(0, 2000) };
   state.requeueAfterMs = BUSY_REQUEUE_MS;
   if (operation === undefined) return 'continue';
   state.operation = {
@@ -550,6 +564,13 @@ async function reloadCertificates(state: ReconcileState): Promise<StepOutcome> {
     ...(failed.length + waiting.length === 0 ? {} : { waitingFor: [...failed, ...waiting].join('; ').slice(0, 1000) }),
   };
   return 'stop';
+}
+
+/** The rotation gave Signal up: said once in a Warning Event and the log (the condition says it from then on). */
+async function announceFallback(state: ReconcileState, rotation: CertificateRotationStatus): Promise<void> {
+  const reason = rotation.fallback?.reason ?? '';
+  state.log.warn({ fallback: rotation.fallback, secretHash: rotation.secretHash }, 'certificate reload falls back from Signal to Endpoint');
+  await emit(state, { type: 'Warning', reason: 'CertificateReloadFallback', action: 'Reload', note: `tls.reload Signal cannot be used (${reason}): the nodes are reloaded by Endpoint (POST /admin/reloadconfig) for this rotation` });
 }
 
 /**
