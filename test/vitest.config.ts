@@ -45,8 +45,9 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
-          // after the unit, sim, integration and operator tiers: a browser beside their node processes
-          // on two cores starves both; before the k8s tier for the same reason
+          // its own group, so that no other tier's processes share the two cores with the browser. Vitest
+          // runs the groups in order (0: unit, sim, operator; 1: browser; 2: k8s) and then the projects
+          // that have fileParallelism false and no groupOrder (integration, crash) last, one file at a time
           sequence: { groupOrder: 1 },
           testTimeout: 300_000,
           hookTimeout: 120_000,
@@ -73,8 +74,8 @@ export default defineConfig({
           globalSetup: ['test/k8s/global-setup.ts'],
           // one file at a time: the cluster shares the machine's two cores
           fileParallelism: false,
-          // after the other tiers: their node processes and clusters time out when the kind
-          // cluster's tests run beside them on two cores
+          // a group of its own (see browser): node processes and clusters of the other tiers time out
+          // when the kind cluster's tests run beside them on two cores
           sequence: { groupOrder: 2 },
           testTimeout: 600_000,
           hookTimeout: 300_000,
