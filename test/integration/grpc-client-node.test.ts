@@ -247,7 +247,7 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
     }
   });
 
-  it('a stream ACL denies another user reads and writes, through Append and BatchAppend alike', async () => {
+  it('a stream ACL denies another user reads and writes, through Append and BatchAppend alike, and hides its events in $all', async () => {
     const admin = connect('admin:changeit');
     const ops = connect('ops:changeit');
     // Names of their own per attempt (the integration tier retries a failed test once).
@@ -273,6 +273,16 @@ describe('TLS node (ALPN h2): credentials and ACLs', () => {
       expect(viaOps[0]!.link).toMatchObject({ type: '$>', streamId: links });
       const viaAdmin = await collect(admin.readStream(links, { resolveLinkTos: true }));
       expect(viaAdmin[0]!.event?.type).toBe('Secret');
+      // $all: ops (any authenticated user may read it) sees no event of the protected stream and
+      // no user record; admin sees both.
+      const allAsOps = await collect(ops.readAll({ direction: FORWARDS, fromPosition: START, maxCount: 100_000 }));
+      expect(allAsOps.length).toBeGreaterThan(0);
+      expect(allAsOps.some((r) => r.event?.streamId === secret)).toBe(false);
+      expect(allAsOps.some((r) => (r.event?.streamId ?? '').startsWith('$user-'))).toBe(false);
+      expect(allAsOps.some((r) => r.event?.streamId === links)).toBe(true);
+      const allAsAdmin = await collect(admin.readAll({ direction: FORWARDS, fromPosition: START, maxCount: 100_000 }));
+      expect(allAsAdmin.some((r) => r.event?.streamId === secret)).toBe(true);
+      expect(allAsAdmin.some((r) => (r.event?.streamId ?? '').startsWith('$user-'))).toBe(true);
     } finally {
       await ops.dispose();
       await admin.dispose();

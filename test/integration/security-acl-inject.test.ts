@@ -38,10 +38,10 @@ describe('stream ACLs', () => {
     expect(await matrix(user, '$system')).toBe('');
   });
 
-  it('$all: a system stream, read by admins unless $$$all grants more; never writable or deletable', async () => {
+  it('$all: readable by every authenticated user, its metadata by admins; never writable or deletable', async () => {
     expect(await matrix(admin, '$all')).toBe('r,mr,mw');
-    expect(await matrix(ops, '$all')).toBe('');
-    expect(await matrix(user, '$all')).toBe('');
+    expect(await matrix(ops, '$all')).toBe('r');
+    expect(await matrix(user, '$all')).toBe('r');
     expect(await matrix(undefined, '$all')).toBe('');
   });
 

@@ -129,10 +129,10 @@ describe('stream ACLs over HTTP', () => {
     expect(await allowedAccesses('anonymous', '$sys')).toBe('');
   });
 
-  it('$all: read by admins only (a system stream), never anonymously; nobody writes or deletes it', async () => {
+  it('$all: read by every authenticated user, never anonymously; nobody writes or deletes it', async () => {
     for (const principal of Object.keys(PRINCIPALS) as PrincipalName[]) {
       const read = await as(principal)('GET', '/streams/$all', { headers: { accept: 'application/vnd.eventstore.atom+json' } });
-      expect(read.status, `${principal} read $all`).toBe(principal === 'admin' ? 200 : 401);
+      expect(read.status, `${principal} read $all`).toBe(principal === 'anonymous' ? 401 : 200);
       const deleted = await as(principal)('DELETE', '/streams/$all');
       expect(deleted.status, `${principal} delete $all`).toBe(401);
     }

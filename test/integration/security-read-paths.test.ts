@@ -2,8 +2,8 @@
  * Issue 29, item 1: no read path shows a user what the ACL of an event's own stream denies it,
  * and none shows a password hash. One real node (projections on); `carol` is a user with no
  * groups. Every read path is walked as carol: the stream with links, a single event through a
- * link, `$all` (refused by default, as in EventStoreDB, where `$all` is a system stream; and
- * filtered once `$$$all` lets every user read it), a long-poll subscription to `$all`, a
+ * link, `$all` (read by every authenticated user, as the spec says, and filtered event by event;
+ * also once `$$$all` names every user explicitly), a long-poll subscription to `$all`, a
  * persistent subscription with link resolution, a transient projection over a stream of links
  * and over `$all`, and `/projections/read-events`. The same walk as admin does find the secret,
  * so the test would see a leak.
@@ -111,12 +111,15 @@ describe('as a user the ACLs deny, every read path', () => {
     expect((await admin('GET', `/streams/${publicStream}/1`, { headers: { accept: 'application/json' } })).text).toContain(SECRET);
   });
 
-  it('$all: refused by default (a system stream, $admins only)', async () => {
+  it('$all: read by every authenticated user (the spec), filtered: no secret, no password hash', async () => {
     const head = await carol('GET', '/streams/%24all?embed=body', { headers: { accept: ATOM_JSON } });
-    expect(head.status).toBe(401);
+    expect(head.status).toBe(200);
     expectNothingSecret(head, '$all head');
     const walked = await walkAll(carol);
-    expect(walked.statuses).toEqual([401]);
+    expect(walked.statuses.every((s) => s === 200)).toBe(true);
+    expect(walked.text).not.toContain(SECRET);
+    expect(walked.text).not.toMatch(/passwordHash/i);
+    expect(walked.text).toContain(publicStream);
     const asAdmin = await walkAll(admin);
     expect(asAdmin.text).toContain(SECRET);
     expect(asAdmin.text).toMatch(/passwordHash/);
@@ -129,7 +132,7 @@ describe('as a user the ACLs deny, every read path', () => {
     expect(response.json<{ entries: unknown[] }>().entries).toHaveLength(2);
   });
 
-  it('projections: fromAll is refused; a query over links sees no target it may not read; read-events likewise', async () => {
+  it('projections: fromAll is refused to a user outside $admins/$ops; a query over links sees no target it may not read; read-events likewise', async () => {
     const js = { 'content-type': 'application/javascript' };
     const overAll = uniqueStream('q-all');
     const allCreated = await carol('POST', `/projections/transient?name=${overAll}`, {

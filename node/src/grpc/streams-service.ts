@@ -215,6 +215,21 @@ class EventWriter {
     private readonly canRead: (stream: string) => Promise<boolean>,
   ) {}
 
+  private readonly visibleStreams = new Map<string, Promise<boolean>>();
+
+  /**
+   * Whether this caller may see an event read through `$all`: only events of streams it may read
+   * (the same rule as the HTTP `$all` feed), asked once per stream in a call.
+   */
+  visible(event: RecordedEvent): Promise<boolean> {
+    let known = this.visibleStreams.get(event.stream);
+    if (known === undefined) {
+      known = this.canRead(event.stream);
+      this.visibleStreams.set(event.stream, known);
+    }
+    return known;
+  }
+
   async toResponse(event: RecordedEvent): Promise<ReadResp> {
     let recorded = event;
     let link: RecordedEvent | undefined;
@@ -329,6 +344,7 @@ async function* readAll(db: EventDb, writer: EventWriter, options: ReadReq_Optio
       // Forwards from a position includes it; backwards from a position excludes it, as the original.
       if (backwards && bound !== undefined && !isBefore(event, bound)) continue;
       if (filter !== undefined && !filter.matches(event)) continue;
+      if (!(await writer.visible(event))) continue;
       yield await writer.toResponse(event);
       remaining -= 1;
       if (remaining === 0) return;
@@ -417,7 +433,7 @@ async function* subscribeAll(db: EventDb, writer: EventWriter, options: ReadReq_
         progressed = true;
         after = { commitPosition: event.commitPosition, preparePosition: event.logPosition };
         lastConsidered = after;
-        if (filter === undefined || filter.matches(event)) yield await writer.toResponse(event);
+        if ((filter === undefined || filter.matches(event)) && (await writer.visible(event))) yield await writer.toResponse(event);
         if (filter !== undefined) {
           consideredSinceCheckpoint += 1;
           if (consideredSinceCheckpoint >= filter.checkpointIntervalEventCount) {

@@ -28,6 +28,7 @@ export interface SystemSettings {
 
 const DEFAULT_USER_STREAM_ROLES: readonly string[] = [ROLE_ALL];
 const DEFAULT_SYSTEM_STREAM_ROLES: readonly string[] = [ROLE_ADMINS];
+const ALL_STREAM_READ_ROLES: readonly string[] = [ROLE_ALL];
 
 /** The stream whose ACL governs the request, and the ACL entry to consult. */
 export interface AclTarget {
@@ -55,6 +56,10 @@ export function effectiveRoles(
 ): readonly string[] {
   const own = streamAcl?.[access];
   if (own !== undefined) return own;
+  // The spec: reading `$all` needs user credentials, any user's (the caller requires them); its own
+  // metadata (`$$$all`) can narrow it. What a reader is admitted to is then filtered event by event
+  // (read-authorization.ts), so `$all` shows nobody what the source streams' ACLs deny them.
+  if (stream === ALL_STREAM && access === 'r') return ALL_STREAM_READ_ROLES;
   const system = isSystemStream(stream);
   const fromSettings = (system ? settings.systemStreamAcl : settings.userStreamAcl)?.[access];
   if (fromSettings !== undefined) return fromSettings;

@@ -192,6 +192,9 @@ export class ManagedProjection {
   private async checkReadAccess(streams: readonly string[]): Promise<void> {
     const mayRead = this.linkTargetCheck();
     if (mayRead === undefined) return;
+    // `$all` admits every authenticated reader and is filtered per event where it is read over the
+    // API; a projection reads the log unfiltered, so only $admins/$ops may run one over `$all`.
+    if (streams.includes('$all')) throw new Error(`Not authorized: ${this.persisted.runAs?.name ?? ''} may not read $all in a projection (only $admins and $ops may)`);
     for (const stream of streams) {
       if (!(await mayRead(stream))) throw new Error(`Not authorized: ${this.persisted.runAs?.name ?? ''} may not read ${stream}`);
     }
