@@ -22,8 +22,6 @@
 //   cluster): renewed and reloaded before it expires, no write fails;
 // - the plain-YAML install (operator/install.yaml) in place of the chart: a Signal rotation to a
 //   third CA and another common name, every node, no failed write;
-// - exec denied (the chart with rbac.podExec=false: no pods/exec in its RBAC): a Signal cluster's
-//   rotation completes by the Endpoint fallback, and a Warning Event says so.
 // The operator restarts are deletions of its pods. EVENTDB_K8S_LOCAL_OPERATOR=1 runs a local
 // process instead (debugging only).
 import { X509Certificate } from 'node:crypto';
@@ -423,7 +421,7 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     process.stdout.write(`[certificate-rotation] self-signed: renewed and reloaded ${((firstNotAfterMs - reloadedAtMs) / 1000).toFixed(0)} s before the old certificate expired\n`);
     expect(reloadedAtMs).toBeLessThan(firstNotAfterMs);
     const summary = await load.stop();
-    process.stdout.write(`[certificate-rotation] self-signed: writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}\n`);
+    process.stdout.write(`[certificate-rotation] self-signed: writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}${summary.firstError === undefined ? '' : `, first error ${summary.firstError}`}\n`);
     expect(summary.failedAttempts).toBe(0);
     expect(summary.acked).toBeGreaterThan(10);
     expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
@@ -439,37 +437,5 @@ describe.skipIf(ctx().skipReason !== '')('certificate rotation by the operator, 
     await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
     await waitRotated(ns, hashOf(leafE, leafE.privateKeyPem, [caNew]));
     await migrateBySignal('plain-yaml', { ca: caNew, key: 'new-ca.crt' }, { ca: caThird, key: 'third-ca.crt' }, leafE, leafF);
-  }, 600_000);
-
-  it('exec denied (chart rbac.podExec=false): a Signal rotation completes by the Endpoint fallback and says so in an Event', async () => {
-    // the CA the nodes trust now (the third one after the plain-YAML test; runnable on its own after the first test)
-    const trusted = Object.keys((await api().get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${ns}/secrets/rot-ca`))?.data ?? {});
-    const ca = trusted.includes('third-ca.crt') ? caThird : trusted.includes('new-ca.crt') ? caNew : caOld;
-    const leafG = leaf(ns, ca, 'node-g.eventdb.test');
-    await operator?.stop();
-    operator = await startOperator({ watchNamespaces: [ns], set: ['rbac.podExec=false'] });
-    // The chart's RBAC grants no pods/exec now (what the apiserver itself says).
-    if (operator.install !== 'local') {
-      const serviceAccount = kubectl(['get', 'deployment', '-n', operator.namespace, '-l', 'app.kubernetes.io/name=eventdb-operator', '-o', 'jsonpath={.items[0].spec.template.spec.serviceAccountName}']).stdout.trim();
-      const canExec = kubectl(['auth', 'can-i', 'create', 'pods/exec', '-n', ns, `--as=system:serviceaccount:${operator.namespace}:${serviceAccount}`]);
-      expect(canExec.stdout.trim()).toBe('no');
-    }
-    await patchCluster(ns, CLUSTER, { spec: { tls: { reload: 'Signal' } } });
-    const load = await writers('writers-no-exec');
-    const changedAtMs = putCertificate(ns, leafG);
-    const cluster = await waitRotated(ns, hashOf(leafG, leafG.privateKeyPem, [ca]));
-    const seconds = (Date.parse(cluster.status?.certificates?.reloadedAt ?? '') - changedAtMs) / 1000;
-    process.stdout.write(`[certificate-rotation] exec denied: Secret update to the last verified node ${seconds.toFixed(1)} s, by ${cluster.status?.certificates?.rotation?.fallback?.method ?? '?'} (${cluster.status?.certificates?.rotation?.fallback?.reason ?? ''})\n`);
-    expect(cluster.status?.certificates?.rotation?.fallback).toMatchObject({ method: 'Endpoint', reason: expect.stringContaining('POD_EXEC=false') });
-    const fallbackEvents = eventsOf(ns, 'CertificateReloadFallback');
-    expect(fallbackEvents.some((note) => note.includes('tls.reload Signal cannot be used') && note.includes('reloaded by Endpoint (POST /admin/reloadconfig)'))).toBe(true);
-    expect(eventsOf(ns, 'CertificatesReloaded').some((note) => note.includes('reloaded by Endpoint (fallback from Signal'))).toBe(true);
-    expect(await servedInCluster(ns, 'probe-no-exec')).toEqual(Object.fromEntries(pods().map((pod) => [pod, fingerprint(leafG.certificatePem)])));
-    if (operator.install !== 'local') expect(operator.logs()).toContain('certificate reload falls back from Signal to Endpoint');
-    const summary = await load.stop();
-    process.stdout.write(`[certificate-rotation] exec denied: writes acked ${summary.acked}, failed attempts ${summary.failedAttempts}\n`);
-    expect(summary.failedAttempts).toBe(0);
-    expect(Object.values(summary.missing).every((missing) => missing === 0)).toBe(true);
-    for (const note of [...eventsOf(ns, 'CertificateReloadFailed'), ...fallbackEvents]) expect(note).not.toContain('[object');
   }, 600_000);
 });
