@@ -12,7 +12,7 @@ import { ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc
 import type { Logger } from 'pino';
 import type { Principal } from '../api/auth-types.js';
 import { LINK_EVENT_TYPE, resolveLink } from '../api/streams/link-resolution.js';
-import { readDecisions } from '../api/security/read-authorization.js';
+import { readDecisions, type ReadDecisions } from '../api/security/read-authorization.js';
 import { ExpectedVersion, type AllPosition, type AppendResult, type EventDb, type NewEvent, type RecordedEvent } from '../storage/event-db-types.js';
 import type { CallGuard } from './call-context.js';
 import { CommitSignal } from './commit-signal.js';
@@ -208,26 +208,21 @@ async function deleteStream(
 
 /** Turns engine events into ReadResp events, resolving links when asked. */
 class EventWriter {
+  /** The shared read decision (api/security/read-authorization.ts): one ACL lookup per stream per call. */
+  private readonly decisions: ReadDecisions;
+
   constructor(
     private readonly db: EventDb,
     private readonly resolveLinks: boolean,
     private readonly structuredUuid: boolean,
     private readonly canRead: (stream: string) => Promise<boolean>,
-  ) {}
+  ) {
+    this.decisions = readDecisions({ canAccessStream: (_principal, stream) => this.canRead(stream) }, undefined);
+  }
 
-  private readonly visibleStreams = new Map<string, Promise<boolean>>();
-
-  /**
-   * Whether this caller may see an event read through `$all`: only events of streams it may read
-   * (the same rule as the HTTP `$all` feed), asked once per stream in a call.
-   */
+  /** Whether this caller may see an event read through `$all`: only events of streams it may read (as the HTTP `$all` feed). */
   visible(event: RecordedEvent): Promise<boolean> {
-    let known = this.visibleStreams.get(event.stream);
-    if (known === undefined) {
-      known = this.canRead(event.stream);
-      this.visibleStreams.set(event.stream, known);
-    }
-    return known;
+    return this.decisions.mayRead(event.stream);
   }
 
   async toResponse(event: RecordedEvent): Promise<ReadResp> {
@@ -235,10 +230,9 @@ class EventWriter {
     let link: RecordedEvent | undefined;
     let unresolved = false;
     if (this.resolveLinks && event.eventType === LINK_EVENT_TYPE) {
-      // The shared read decision (api/security/read-authorization.ts) drops a target this caller
-      // may not read; the check below stays as a second guard.
-      const decisions = readDecisions({ canAccessStream: (_principal, stream) => this.canRead(stream) }, undefined);
-      const item = await resolveLink(this.db, event, decisions);
+      // The shared read decision drops a target this caller may not read; the check below stays
+      // as a second guard.
+      const item = await resolveLink(this.db, event, this.decisions);
       if ('kind' in item) {
         link = item.link;
         if (item.target === undefined || !(await this.canRead(item.target.stream))) unresolved = true;
