@@ -52,8 +52,9 @@ test: build test-tools ## all tests that run on this machine (unit, integration,
 # apt-get update only when the first try fails), else prints MESSAGE
 apt_tool = command -v $(1) >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { apt-get install -y -q $(2) >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $(2) >/dev/null 2>&1; }; }; } || echo '$(3)'
 
-test-tools: ## programs the tests run besides Node.js (nft for the partition test, lua5.4 for the Argo CD health checks, Chromium for the web interface's browser tests, from Debian when missing and root; promtool from Go modules, cached)
+test-tools: ## programs the tests run besides Node.js (the official Python client in a venv, cached; nft for the partition test, lua5.4 for the Argo CD health checks, Chromium for the web interface's browser tests, from Debian when missing and root; promtool from Go modules, cached)
 	@command -v go >/dev/null && test/k8s/build.sh prometheus >/dev/null || echo 'promtool could not be built (needs Go >= 1.26): the metrics and alert-rule tests fail'
+	@test/support/python-client.sh >/dev/null || echo 'the Python client kurrentdbclient could not be installed from PyPI: test/integration/grpc-client-python.test.ts fails'
 	@$(call apt_tool,nft,nftables,nftables could not be installed: the network partition test fails)
 	@$(call apt_tool,lua5.4,lua5.4,lua5.4 could not be installed: the Argo CD health checks are skipped)
 	@$(call apt_tool,chromium,chromium,chromium could not be installed: the browser tests (test/browser/) fail)

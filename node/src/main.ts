@@ -369,6 +369,7 @@ async function startNode(
     db,
     authorizer: security,
     log,
+    maxAppendSizeBytes: config.maxAppendSize,
     insecure: grpcInsecure,
     ...(member === undefined ? {} : {
       leadership: {

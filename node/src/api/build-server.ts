@@ -186,7 +186,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   }
   // before the stream routes: its onResponse hook times their answers
   if (deps.metrics !== undefined) registerMetricsRoutes(app, { security: deps.security, metrics: deps.metrics });
-  void registerStreamsRoutes(app, {
+  // EnableAtomPubOverHttp false: /streams/* is not served (404), as the original without it.
+  if (config.enableAtomPubOverHttp) void registerStreamsRoutes(app, {
     closing: closing.signal,
     db: deps.db,
     authorizer: deps.security,

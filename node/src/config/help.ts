@@ -46,8 +46,9 @@ export function renderHelp(version: string): string {
     '',
     'Every option has three forms: a flag (--node-port 2113 or --node-port=2113), a key of the',
     'YAML file given by --config (NodePort: 2113), and an environment variable',
-    '(SERVICE_NODE_PORT=2113). Precedence: defaults < file < environment < flags. A boolean flag',
-    'alone means true. Unknown or invalid options stop the node with exit code 2.',
+    '(SERVICE_NODE_PORT=2113; the original\'s EVENTSTORE_ and KURRENTDB_ prefixes work too).',
+    'Precedence: defaults < file < environment < flags. A boolean flag alone means true.',
+    'Unknown or invalid options stop the node with exit code 2 (unknown variables: a warning).',
   ];
   for (const [group, names] of optionsByGroup()) {
     lines.push('', `${group}:`);

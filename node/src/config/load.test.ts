@@ -45,6 +45,46 @@ describe('loadConfig', () => {
       .toEqual([expect.stringContaining('unknown option AutoScavengeEnable')]);
   });
 
+  it("takes the original's EVENTSTORE_* and KURRENTDB_* variables as SERVICE_*, SERVICE_ over KURRENTDB_ over EVENTSTORE_, and says which one it ignored", () => {
+    const original = load([], { EVENTSTORE_CHUNK_SIZE: '8192', KURRENTDB_RUN_PROJECTIONS: 'all', EVENTSTORE_AUTO_SCAVENGE__ENABLED: 'false' });
+    expect(original.config.chunkSize).toBe(8192);
+    expect(original.config.runProjections).toBe('All');
+    expect(original.config.autoScavengeEnabled).toBe(false);
+    expect(original.sources.chunkSize).toBe('env');
+    expect(original.warnings).toEqual([]);
+    for (const order of [
+      { EVENTSTORE_CHUNK_SIZE: '4096', KURRENTDB_CHUNK_SIZE: '8192', SERVICE_CHUNK_SIZE: '16384' },
+      { SERVICE_CHUNK_SIZE: '16384', KURRENTDB_CHUNK_SIZE: '8192', EVENTSTORE_CHUNK_SIZE: '4096' },
+    ]) {
+      const all = load([], order);
+      expect(all.config.chunkSize).toBe(16384);
+      expect(all.warnings).toEqual(expect.arrayContaining([
+        'KURRENTDB_CHUNK_SIZE ignored: SERVICE_CHUNK_SIZE sets the same option and takes precedence',
+        expect.stringMatching(/^EVENTSTORE_CHUNK_SIZE ignored: (SERVICE|KURRENTDB)_CHUNK_SIZE sets the same option/),
+      ]));
+    }
+    const two = load([], { KURRENTDB_CHUNK_SIZE: '8192', EVENTSTORE_CHUNK_SIZE: '4096' });
+    expect(two.config.chunkSize).toBe(8192);
+    // the same value twice is no conflict
+    expect(load([], { KURRENTDB_CHUNK_SIZE: '8192', EVENTSTORE_CHUNK_SIZE: '8192' }).warnings).toEqual([]);
+    // an option the node does not have is named, not fatal (Kubernetes injects EVENTSTORE_PORT for a Service named eventstore)
+    expect(load([], { EVENTSTORE_STREAM_INFO_CACHE_CAPACITY: '10', EVENTSTORE_PORT: 'tcp://10.0.0.1:2113' }).warnings).toEqual([
+      'unknown environment variable EVENTSTORE_STREAM_INFO_CACHE_CAPACITY ignored',
+      'unknown environment variable EVENTSTORE_PORT ignored',
+    ]);
+    // a bad value is named by the variable the user wrote
+    expect(issuesOf(() => load([], { EVENTSTORE_CHUNK_SIZE: 'big' }))).toEqual([expect.stringContaining('EVENTSTORE_CHUNK_SIZE')]);
+  });
+
+  it("accepts the original's MaxAppendEventSize, MaxAppendSize and EnableAtomPubOverHttp", () => {
+    const loaded = load(['--config', 'c.yaml'], { EVENTSTORE_ENABLE_ATOM_PUB_OVER_HTTP: 'false' }, { 'c.yaml': 'MaxAppendEventSize: 2048\nMaxAppendSize: 65536\n' });
+    expect(loaded.config.maxEventSize).toBe(2048);
+    expect(loaded.config.maxAppendSize).toBe(65536);
+    expect(loaded.config.enableAtomPubOverHttp).toBe(false);
+    expect(load([]).config).toMatchObject({ maxAppendSize: 1_048_576, enableAtomPubOverHttp: true });
+    expect(issuesOf(() => load(['--max-append-size', '0']))).toEqual([expect.stringContaining('--max-append-size')]);
+  });
+
   it('derives flag, YAML and env names from the key', () => {
     expect(flagName('maxMemTableSize')).toBe('--max-mem-table-size');
     expect(yamlKey('maxMemTableSize')).toBe('MaxMemTableSize');

@@ -11,6 +11,8 @@ import { EventDbError } from '../errors.js';
 import {
   envName,
   ENV_PREFIX,
+  canonicalEnvName,
+  envPrefixRank,
   flagName,
   optionByEnvName,
   optionByFlag,
@@ -147,14 +149,26 @@ function loadConfigParseFlags(argv: readonly string[], issues: string[]): RawVal
  */
 function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): RawValues {
   const values: RawValues = new Map();
+  const rankOf = new Map<OptionName, number>();
   for (const [variable, value] of Object.entries(env)) {
-    if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
+    // EVENTSTORE_* and KURRENTDB_* are the original's names for the same options.
+    const canonical = canonicalEnvName(variable);
+    if (!canonical.startsWith(ENV_PREFIX) || value === undefined) continue;
     // `SERVICE_AUTO_SCAVENGE__ENABLED`: a double underscore separates a section, as in the original.
-    const name = optionByEnvName(variable) ?? optionByEnvName(variable.replaceAll('__', '_'));
+    const name = optionByEnvName(canonical) ?? optionByEnvName(canonical.replaceAll('__', '_'));
     if (name === undefined) {
       warnings.push(`unknown environment variable ${variable} ignored`);
       continue;
     }
+    const rank = envPrefixRank(variable);
+    const earlier = values.get(name);
+    if (earlier !== undefined) {
+      const kept = (rankOf.get(name) ?? 0) <= rank ? earlier.label : variable;
+      const dropped = kept === variable ? earlier.label : variable;
+      if (String(earlier.value) !== value) warnings.push(`${dropped} ignored: ${kept} sets the same option and takes precedence`);
+      if (kept !== variable) continue;
+    }
+    rankOf.set(name, rank);
     values.set(name, { value, source: 'env', label: variable });
   }
   return values;

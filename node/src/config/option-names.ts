@@ -6,6 +6,25 @@ import { OPTION_NAMES, optionSpec, type OptionName } from './schema.js';
 
 export const ENV_PREFIX = 'SERVICE_';
 
+/**
+ * The original's prefixes, accepted beside SERVICE_ so that a compose file or Helm values written
+ * for EventStoreDB or KurrentDB start this node unchanged. When one option is given under several
+ * prefixes, SERVICE_ wins over KURRENTDB_, which wins over EVENTSTORE_ (the newest name first).
+ */
+export const ORIGINAL_ENV_PREFIXES = ['KURRENTDB_', 'EVENTSTORE_'] as const;
+
+/** `EVENTSTORE_CHUNK_SIZE` -> `SERVICE_CHUNK_SIZE`; a SERVICE_ name or any other variable as it is. */
+export function canonicalEnvName(variable: string): string {
+  const prefix = ORIGINAL_ENV_PREFIXES.find((candidate) => variable.startsWith(candidate));
+  return prefix === undefined ? variable : ENV_PREFIX + variable.slice(prefix.length);
+}
+
+/** 0 for SERVICE_, then the original's prefixes in order of precedence. */
+export function envPrefixRank(variable: string): number {
+  const index = ORIGINAL_ENV_PREFIXES.findIndex((candidate) => variable.startsWith(candidate));
+  return index + 1;
+}
+
 function words(name: string): string[] {
   return name.split(/(?=[A-Z])/).map((word) => word.toLowerCase());
 }

@@ -196,12 +196,24 @@ export const NODE_OPTIONS = {
     1,
     100_000_000,
   ),
-  maxEventSize: integerOption(
+  maxEventSize: {
+    ...integerOption(
+      'Database',
+      4_194_304,
+      'Largest accepted event (data plus metadata), in bytes.',
+      1,
+      16_767_216, // a log record holds at most 16 MiB - 10,000 bytes, as in the original
+    ),
+    // the original's newer name for the same limit (KurrentDB's MaxAppendEventSize)
+    aliases: ['maxAppendEventSize'],
+  },
+  maxAppendSize: integerOption(
     'Database',
-    4_194_304,
-    'Largest accepted event (data plus metadata), in bytes.',
+    1_048_576,
+    'Largest accepted gRPC append (the data and metadata of all its events), in bytes: a larger one ' +
+      'fails with MaximumAppendSizeExceeded and writes nothing, as the original\'s MaxAppendSize.',
     1,
-    16_767_216, // a log record holds at most 16 MiB - 10,000 bytes, as in the original
+    16_767_216,
   ),
   streamExistenceFilterSize: integerOption(
     'Database',
@@ -389,6 +401,13 @@ export const NODE_OPTIONS = {
   licensePublicKey: textOption(
     'Licensing',
     'Ed25519 public key licence keys are verified with (PEM, or base64 of its SPKI DER). Empty: the key the node ships.',
+  ),
+  enableAtomPubOverHttp: booleanOption(
+    'Interface',
+    true,
+    'Serve the AtomPub HTTP API (/streams/*). On by default here (the original turns it off by ' +
+      'default since 20.6); false: /streams/* answers 404, as the original without it. The gRPC ' +
+      'protocol, the admin, user, projection and subscription routes are served either way.',
   ),
   runProjections: {
     kind: 'string' as const,

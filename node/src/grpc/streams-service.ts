@@ -114,7 +114,7 @@ export function streamsService(deps: StreamsServiceDeps): Implementation {
             },
           });
         }
-        const position = { commitPosition: BigInt(result.commitPosition), preparePosition: BigInt(result.commitPosition) };
+        const position = await appendPosition(db, stream, result);
         return create(AppendRespSchema, {
           result: {
             case: 'success',
@@ -183,6 +183,23 @@ async function appendChecked(db: EventDb, stream: string, expectedVersion: numbe
     if (state.kind === 'hard-deleted' || (state.kind === 'exists' && state.softDeleted)) return { kind: 'stream-deleted' };
   }
   return db.append(stream, expectedVersion, events);
+}
+
+/**
+ * The $all position an append answers, as the original does: that of its last event's record,
+ * the position a read of $all reports for that event (so a client that waits until a reader has
+ * seen "its" position, or compares it with the last event of $all, finds it). An idempotent retry
+ * answers its earlier write's last event. Without one (a forwarded write from an older peer, an
+ * empty append), the write's commit position.
+ */
+async function appendPosition(db: EventDb, stream: string, result: Extract<AppendResult, { kind: 'success' }>): Promise<{ commitPosition: bigint; preparePosition: bigint }> {
+  let at = result.lastEventPosition;
+  if (at === undefined && result.idempotent && result.lastEventNumber >= 0) {
+    const earlier = await db.readEvent(stream, result.lastEventNumber);
+    if (earlier.kind === 'success') at = earlier.event.logPosition;
+  }
+  const position = BigInt(Math.max(0, at ?? result.commitPosition));
+  return { commitPosition: position, preparePosition: position };
 }
 
 async function deleteStream(
@@ -531,7 +548,7 @@ async function* batchAppend(
           case: 'success',
           value: {
             currentRevisionOption: result.lastEventNumber < 0 ? { case: 'noStream', value: {} } : { case: 'currentRevision', value: BigInt(result.lastEventNumber) },
-            positionOption: { case: 'position', value: { commitPosition: BigInt(result.commitPosition), preparePosition: BigInt(result.commitPosition) } },
+            positionOption: { case: 'position', value: await appendPosition(deps.db, batch.stream, result) },
           },
         },
       });

@@ -56,6 +56,12 @@ export type AppendResult =
       readonly commitPosition: number;
       /** True when the write was a retry of an identical earlier write and wrote nothing. */
       readonly idempotent: boolean;
+      /**
+       * Log position of the last event's own record: its position in $all (a read of $all reports
+       * it as the event's commit and prepare position; the gRPC append answers it, as the
+       * original does). Absent when the write wrote no event (an idempotent retry, no events).
+       */
+      readonly lastEventPosition?: number;
     }
   | {
       readonly kind: 'wrong-expected-version';

@@ -152,7 +152,7 @@ function resultOf(outcome: QueuedOutcome, groups: readonly EncodedGroup[]): Appe
     const last = g.events[g.events.length - 1];
     result = !first || !last
       ? { kind: 'success', firstEventNumber: -1, lastEventNumber: -1, commitPosition: g.commitPosition, idempotent: false }
-      : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false };
+      : { kind: 'success', firstEventNumber: first.eventNumber, lastEventNumber: last.eventNumber, commitPosition: g.commitPosition, idempotent: false, lastEventPosition: last.logPosition };
   }
   return result;
 }
