@@ -9,6 +9,7 @@ import { ExpectedVersion, type NewEvent, type RecordedEvent } from '../storage/e
 import { UUIDSchema, type UUID, type StreamIdentifier } from './gen/eventdb/grpc/shared_pb.js';
 import { ReadResp_ReadEvent_RecordedEventSchema, type ReadResp_ReadEvent_RecordedEvent } from './gen/eventdb/grpc/streams_pb.js';
 import { GrpcInputError } from './errors.js';
+import { dotnetRegex } from './dotnet-regex.js';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const INT64_MOD = 1n << 64n;
@@ -139,7 +140,8 @@ export function compileExpression(expression: { regex: string; prefix: readonly 
   if (expression.regex.length === 0) return () => true;
   let regex: RegExp;
   try {
-    regex = new RegExp(expression.regex);
+    // the original's filters are .NET expressions: read as .NET reads them
+    regex = dotnetRegex(expression.regex);
   } catch (err) {
     throw new GrpcInputError(`'${expression.regex}' is not a valid regular expression: ${(err as Error).message}`);
   }
