@@ -280,7 +280,7 @@ async function runWorkloads(
   return results;
 }
 
-function startNode(dir: string, port: number): ChildProcess {
+export function startNode(dir: string, port: number): ChildProcess {
   const log = openSync(join(dir, 'node.log'), 'a');
   const args = [
     '--insecure',
@@ -300,7 +300,7 @@ function startNode(dir: string, port: number): ChildProcess {
   return child;
 }
 
-async function waitUntilServing(origin: string, node: ChildProcess): Promise<void> {
+export async function waitUntilServing(origin: string, node: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (node.exitCode !== null) throw new Error(`node exited early with code ${node.exitCode}`);
@@ -322,7 +322,7 @@ async function waitUntilServing(origin: string, node: ChildProcess): Promise<voi
   throw new Error('node did not start serving within 60 s');
 }
 
-async function stopNode(node: ChildProcess): Promise<void> {
+export async function stopNode(node: ChildProcess): Promise<void> {
   if (node.exitCode !== null) return;
   const exited = new Promise<void>((resolve) => node.once('exit', () => resolve()));
   node.kill('SIGTERM');
@@ -332,7 +332,7 @@ async function stopNode(node: ChildProcess): Promise<void> {
 }
 
 /** Polls VmHWM (the kernel's own peak RSS) while the node runs; stop() returns the peak. */
-function watchPeakRss(pid: number): { stop: () => number } {
+export function watchPeakRss(pid: number): { stop: () => number } {
   let peak = 0;
   const poll = (): void => {
     try {
@@ -373,7 +373,7 @@ async function nodeStatsNotes(origin: string): Promise<string[]> {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -390,7 +390,7 @@ function freePort(): Promise<number> {
  * summed over the processes. Sampled every 250 ms so that processes started during the run
  * (PostgreSQL backends) are counted from zero.
  */
-function watchCounter(pidsOf: () => number[], read: (pid: number) => number): { stop: () => number } {
+export function watchCounter(pidsOf: () => number[], read: (pid: number) => number): { stop: () => number } {
   const first = new Map<number, number>();
   const last = new Map<number, number>();
   const sample = (initial: boolean): void => {

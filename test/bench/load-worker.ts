@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
+import { FORWARDS, KurrentDBClient, START, jsonEvent, type JSONEventType } from '@kurrent/kurrentdb-client';
 import pg from 'pg';
 import { Pool } from 'undici';
 
@@ -26,7 +27,13 @@ export type WorkloadSpec =
         readonly authorization: string;
       })
   | ({ readonly kind: 'pg-append' } & AppendSpec & { readonly connectionString: string })
-  | ({ readonly kind: 'pg-read' } & ReadSpec & { readonly connectionString: string });
+  | ({ readonly kind: 'pg-read' } & ReadSpec & { readonly connectionString: string })
+  | ({ readonly kind: 'grpc-append' } & AppendSpec & { readonly connectionString: string })
+  | ({ readonly kind: 'grpc-read-all' | 'grpc-subscribe-all' } & CommonSpec & {
+        readonly connectionString: string;
+        /** Events the node holds (the read of $all stops after this many, a lap). */
+        readonly expectedEvents: number;
+      });
 
 interface CommonSpec {
   readonly connections: number;
@@ -255,6 +262,58 @@ async function pgRead(spec: Extract<WorkloadSpec, { kind: 'pg-read' }>): Promise
   }
 }
 
+/**
+ * gRPC appends with the official Node client (grpc-js underneath): one client, one HTTP/2
+ * connection, `connections` appends in flight, each lane its own stream.
+ */
+async function grpcAppend(spec: Extract<WorkloadSpec, { kind: 'grpc-append' }>): Promise<WorkloadResult> {
+  const client = KurrentDBClient.connectionString(spec.connectionString);
+  const data = JSON.parse(payload(spec.payloadBytes)) as JSONEventType['data'];
+  const step: LaneStep = async (laneIndex) => {
+    const events = Array.from({ length: spec.eventsPerRequest }, () => jsonEvent({ type: 'bench-event', data }));
+    const result = await client.appendToStream(`${spec.streamPrefix}-${laneIndex}`, events);
+    return result.success ? { events: spec.eventsPerRequest, ok: true } : { events: 0, ok: false, error: 'append not successful' };
+  };
+  try {
+    return await runLanes({ ...spec, step });
+  } finally {
+    await client.dispose();
+  }
+}
+
+/**
+ * Reads $all forwards from the start with the official Node client (its Rust bridge), a whole
+ * lap of `expectedEvents` per request, lanes in parallel; or (subscribe) a catch-up subscription
+ * to $all from the start, one request = until it has received `expectedEvents` events.
+ */
+async function grpcReadAll(spec: Extract<WorkloadSpec, { kind: 'grpc-read-all' | 'grpc-subscribe-all' }>): Promise<WorkloadResult> {
+  const client = KurrentDBClient.connectionString(spec.connectionString);
+  const step: LaneStep = async () => {
+    let events = 0;
+    if (spec.kind === 'grpc-read-all') {
+      for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: START, maxCount: spec.expectedEvents })) {
+        if (resolved.event !== undefined) events++;
+      }
+    } else {
+      const subscription = client.subscribeToAll({ fromPosition: START });
+      try {
+        for await (const resolved of subscription) {
+          if (resolved.event !== undefined) events++;
+          if (events >= spec.expectedEvents) break;
+        }
+      } finally {
+        await subscription.unsubscribe();
+      }
+    }
+    return events >= spec.expectedEvents ? { events, ok: true } : { events: 0, ok: false, error: `read ${events} of ${spec.expectedEvents} events` };
+  };
+  try {
+    return await runLanes({ ...spec, step });
+  } finally {
+    await client.dispose();
+  }
+}
+
 function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
@@ -268,7 +327,11 @@ async function main(): Promise<void> {
         ? await httpRead(spec)
         : spec.kind === 'pg-append'
           ? await pgAppend(spec)
-          : await pgRead(spec);
+          : spec.kind === 'pg-read'
+            ? await pgRead(spec)
+            : spec.kind === 'grpc-append'
+              ? await grpcAppend(spec)
+              : await grpcReadAll(spec);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 

@@ -24,6 +24,7 @@ export const SECTIONS: readonly SectionEntry[] = [
   { name: 'engine', module: './engine-bench.js', optional: true },
   { name: 'http', module: './http-bench.js' },
   { name: 'https', module: './https-bench.js' },
+  { name: 'grpc', module: './grpc-bench.js' },
   { name: 'scavenge', module: './scavenge-bench.js' },
   { name: 'operator', module: './operator-bench.js', optional: true },
   { name: 'subscriptions', module: './subscriptions-bench.js' },
