@@ -33,6 +33,14 @@ import {
 
 /** Events asked of the engine per read while catching up or reading. */
 const READ_PAGE_EVENT_COUNT_MAX = 512;
+/**
+ * A subscription sends fell_behind only to a client that asks for it with this compatibility
+ * level (ReadReq.Options.ControlOption), as the original; caught_up goes to every client. Here a
+ * live subscription "falls behind" when, after catching up, it finds a page or more of events it
+ * has not sent (a slow reader held back by HTTP/2 flow control, or a burst of writes): it then
+ * reads the log as in its catch-up and says caught_up again when it reaches the end.
+ */
+const FELL_BEHIND_COMPATIBILITY = 2;
 const BATCH_APPEND_IN_FLIGHT_MAX = 256;
 const ALL_STREAM = '$all';
 /** The filter window when the client sends none (the clients' default max search window). */
@@ -392,10 +400,18 @@ async function* subscribeStream(db: EventDb, writer: EventWriter, stream: string
       next = 0;
     }
     let caughtUp = false;
+    const compatibility = options.controlOption?.compatibility ?? 0;
     while (!signal.aborted) {
       const result = await db.readStream(stream, next, READ_PAGE_EVENT_COUNT_MAX, 'forward');
       if (result.kind === 'stream-deleted') throw streamDeleted(stream);
       const events = result.kind === 'success' ? result.events : [];
+      if (caughtUp && result.kind === 'success' && !result.isEndOfStream && events.length >= READ_PAGE_EVENT_COUNT_MAX) {
+        // a page or more behind the stream's end: caught up no longer (said again once it is)
+        caughtUp = false;
+        if (compatibility >= FELL_BEHIND_COMPATIBILITY) {
+          yield create(ReadRespSchema, { content: { case: 'fellBehind', value: { timestamp: now(), ...(lastSent === undefined ? {} : { streamRevision: BigInt(lastSent) }) } } });
+        }
+      }
       for (const event of events) {
         if (event.eventNumber < next) continue;
         yield await writer.toResponse(event);
@@ -430,14 +446,25 @@ async function* subscribeAll(db: EventDb, writer: EventWriter, options: ReadReq_
     let after: AllPosition | undefined;
     if (start.case === 'position') after = { commitPosition: safeNumber(start.value.commitPosition, 'commit position'), preparePosition: safeNumber(start.value.preparePosition, 'prepare position') };
     else if (start.case === 'end') {
-      const end = db.stats().writerCheckpoint;
-      after = { commitPosition: end, preparePosition: end };
+      // After the last event there is now: the next one is written at the writer's checkpoint,
+      // so that checkpoint itself (as `after`) would skip it.
+      const last = (await db.readAll(undefined, 1, 'backward')).events[0];
+      // an empty log: from its start, which holds nothing to skip
+      if (last !== undefined) after = { commitPosition: last.commitPosition, preparePosition: last.logPosition };
     }
     let caughtUp = false;
+    const compatibility = options.controlOption?.compatibility ?? 0;
     let consideredSinceCheckpoint = 0;
     let lastConsidered: AllPosition | undefined;
     while (!signal.aborted) {
       const page = await db.readAll(after ?? { commitPosition: 0, preparePosition: 0 }, READ_PAGE_EVENT_COUNT_MAX, 'forward');
+      if (caughtUp && !page.isEnd && page.events.length >= READ_PAGE_EVENT_COUNT_MAX) {
+        // a page or more behind the end of $all: caught up no longer (said again once it is)
+        caughtUp = false;
+        if (compatibility >= FELL_BEHIND_COMPATIBILITY) {
+          yield create(ReadRespSchema, { content: { case: 'fellBehind', value: { timestamp: now(), ...(after === undefined ? {} : { position: { commitPosition: BigInt(after.commitPosition), preparePosition: BigInt(after.preparePosition) } }) } } });
+        }
+      }
       let progressed = false;
       for (const event of page.events) {
         if (after !== undefined && !isAfter(event, after)) continue;
