@@ -46,8 +46,18 @@ describe('--log-format', () => {
         body: JSON.stringify({ LoginName: 'carol', FullName: 'Carol', Groups: [], Password: 'carol-pw-29' }),
       });
       expect(created.status).toBe(201);
+      const admin = async (method: string, path: string, body?: unknown): Promise<number> =>
+        (await fetch(`http://127.0.0.1:${port}${path}`, {
+          method,
+          headers: { authorization: ADMIN_AUTHORIZATION, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })).status;
+      expect(await admin('POST', '/users/carol/command/disable')).toBe(200);
+      expect(await admin('POST', '/users/carol/command/enable')).toBe(200);
+      expect(await admin('POST', '/users/carol/command/reset-password', { NewPassword: 'carol-new-pw-29' })).toBe(200);
+      expect(await admin('DELETE', '/users/carol')).toBe(204);
       const deadline = Date.now() + 5000;
-      while (!lines.some((l) => l.includes('loginName=carol')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (!lines.some((l) => l.includes('user deleted loginName=carol')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     } finally {
       child.kill('SIGTERM');
       const [code] = (await exit) as [number | null];
@@ -59,8 +69,11 @@ describe('--log-format', () => {
       expect(line.startsWith('{'), line).toBe(false);
       expect(line, line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (TRACE|DEBUG|INFO |WARN |ERROR|FATAL) /);
     }
-    expect(entries.find((l) => l.includes('loginName=carol'))).toMatch(/ INFO  \[security\] user created loginName=carol by=admin /);
+    // Security-relevant user changes are logged at info, with who made them and no secret.
+    for (const action of ['user created', 'user disabled', 'user enabled', 'user password reset', 'user deleted'])
+      expect(entries.find((l) => l.includes(`${action} loginName=carol`)), action).toMatch(new RegExp(` INFO  \\[security\\] ${action} loginName=carol by=admin `));
     expect(entries.join('\n')).not.toContain('carol-pw-29');
+    expect(entries.join('\n')).not.toContain('carol-new-pw-29');
   });
 
   it('an unknown format exits 2 naming the option', async () => {
