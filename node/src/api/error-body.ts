@@ -51,7 +51,6 @@ export const ERROR_CONTENT_TYPES: Readonly<Record<ErrorFormat, string>> = {
 };
 
 /** Characters XML 1.0 cannot carry at all (control characters, lone surrogates, U+FFFE/F). */
-// eslint-disable-next-line no-control-regex
 const XML_INVALID = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/g;
 
 function xmlText(text: string): string {
