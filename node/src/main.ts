@@ -177,7 +177,7 @@ async function main(): Promise<void> {
     process.stderr.write(`${autoScavenge.message}\n`);
     process.exit(EXIT_CONFIG);
   }
-  const root = createRootLogger({ level: config.logLevel });
+  const root = createRootLogger({ level: config.logLevel, format: config.logFormat });
   const { log } = root;
   const exitFatal = (err: unknown, message: string): never => {
     log.fatal({ err }, message);

@@ -62,7 +62,9 @@ describe('GET /openapi.json', () => {
     const responses = (path: string, method: string) => doc.paths[path][method].responses;
     const append = responses('/streams/{stream}', 'post');
     expect(Object.keys(append)).toEqual(expect.arrayContaining(['201', '307', '400', '401', '410', '413', '415']));
-    expect(append['413'].content).toEqual({ 'text/plain': { schema: { type: 'string' } } });
+    // An error's message comes in the type Accept names (api/error-body.ts).
+    expect(Object.keys(append['413'].content)).toEqual(['text/plain', 'application/json', 'application/xml']);
+    expect(append['413'].content['application/json'].schema.properties).toHaveProperty('message');
     const read = responses('/streams/{stream}', 'get');
     expect(Object.keys(read)).toEqual(expect.arrayContaining(['200', '304', '400', '401', '404', '406', '410']));
     expect(Object.keys(read['200'].content)).toEqual(expect.arrayContaining([

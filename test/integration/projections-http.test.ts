@@ -150,7 +150,7 @@ describe('a continuous projection', () => {
     const get = await http('GET', `/projection/${name}/config`);
     expect(get.status).toBe(200);
     expect(get.json()).toEqual({
-      emitEnabled: false, trackEmittedStreams: false, checkpointAfterMs: 0, checkpointHandledThreshold: 4000,
+      msgTypeId: 331, emitEnabled: false, trackEmittedStreams: false, checkpointAfterMs: 0, checkpointHandledThreshold: 4000,
       checkpointUnhandledBytesThreshold: 10000000, pendingEventsThreshold: 5000, maxWriteBatchLength: 500,
       maxAllowedWritesInFlight: 0, projectionExecutionTimeout: null,
     });

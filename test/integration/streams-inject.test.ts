@@ -1,7 +1,7 @@
 /**
  * The streams routes in-process (fastify inject) over the in-memory EventDb: the same
  * expected-version matrix as against the real node, which keeps the fake honest, plus the
- * server-level answers (CORS headers, OPTIONS, empty 404).
+ * server-level answers (CORS headers, OPTIONS, 404 with a message).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ describe('streams routes over the in-memory engine', () => {
     },
   );
 
-  it('sends CORS headers, answers OPTIONS with 200 and unknown routes with an empty 404', async () => {
+  it('sends CORS headers, answers OPTIONS with 200 and unknown routes with a 404 that says so', async () => {
     const options = await server.app.inject({ method: 'OPTIONS', url: '/streams/x' });
     expect(options.statusCode).toBe(200);
     expect(options.headers['access-control-allow-origin']).toBe('*');
@@ -78,6 +78,7 @@ describe('streams routes over the in-memory engine', () => {
     expect(put.headers.allow).toBe('GET, POST, DELETE, OPTIONS');
     const missing = await server.app.inject({ method: 'GET', url: '/nowhere' });
     expect(missing.statusCode).toBe(404);
-    expect(missing.body).toBe('');
+    expect(missing.body).toBe('Not found: no endpoint answers GET /nowhere.');
+    expect(put.body).toBe('Method not allowed: /streams/x answers GET, POST, DELETE, OPTIONS, not PUT.');
   });
 });

@@ -345,7 +345,7 @@ describe('GET /streams/$all', () => {
   it('rejects invalid positions', async () => {
     const response = await readFeed(http, '/streams/$all/xyz/forward/10');
     expect(response.status).toBe(400);
-    expect(response.text).toBe('Invalid position argument: xyz');
+    expect(response.json<{ message: string }>().message).toBe('Invalid position argument: xyz');
     expect((await readFeed(http, '/streams/$all/head/forward/10')).status).toBe(400);
   });
 });

@@ -223,7 +223,7 @@ describe('GET /streams/{stream} feeds', () => {
       const response = await readFeed(http, `/streams/${missing}${path}`);
       expect(response.status, path).toBe(404);
       expect(response.statusText).toBe('Not Found');
-      expect(response.text).toBe('');
+      expect(response.json<{ message: string }>().message).toBe(`Stream '${missing}' not found.`);
     }
     const stream = await streamWith(1);
     const bad: [string, string][] = [
@@ -237,7 +237,7 @@ describe('GET /streams/{stream} feeds', () => {
     for (const [path, message] of bad) {
       const response = await readFeed(http, path);
       expect(response.status, path).toBe(400);
-      expect(response.text).toBe(message);
+      expect(response.json<{ message: string }>().message).toBe(message);
     }
     expect((await readFeed(http, `/streams/${stream}/0/forward/4096`)).status).toBe(200);
   });
@@ -335,14 +335,14 @@ describe('GET /streams/{stream}/{event}', () => {
     ).toBe(404);
   });
 
-  it('redirects trailing slashes and answers unknown routes with an empty 404', async () => {
+  it('redirects trailing slashes and answers unknown routes with a 404 that says so', async () => {
     const stream = await streamWith(1);
     const slash = await http('GET', `/streams/${stream}/`, { headers: { accept: ATOM_JSON } });
     expect(slash.status).toBe(307);
     expect(slash.headers.get('location')).toBe(`${running.node.baseUrl}/streams/${stream}`);
     const unknown = await http('GET', '/no/such/route');
     expect(unknown.status).toBe(404);
-    expect(unknown.text).toBe('');
+    expect(unknown.text).toBe('Not found: no endpoint answers GET /no/such/route.');
   });
 
   it('answers 401 for anonymous and wrong credentials', async () => {

@@ -1,8 +1,9 @@
 /**
  * Builds the node's HTTP API as a fastify instance. It never listens: main.ts does, and tests
  * use `inject`. Every route module is registered here; request validation and serialization
- * use zod; errors are mapped in one handler (error-handler.ts); unknown routes answer an empty
- * 404 as EventStoreDB does. Every response carries EventStoreDB's CORS headers.
+ * use zod; errors are mapped in one handler (error-handler.ts) and every error answer carries a
+ * message in the negotiated type (error-body.ts); unknown routes answer 404 with a message.
+ * Every response carries EventStoreDB's CORS headers.
  */
 import type https from 'node:https';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
@@ -12,6 +13,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import type { EventDb } from '../storage/event-db-types.js';
 import { handleError, registerErrorHandler } from './error-handler.js';
+import { clientErrorResponse, registerErrorBodies } from './error-body.js';
 import { registerHttpDrain } from './http-drain.js';
 import { registerOpenApi } from './openapi.js';
 import { lazyChildLoggerFactory } from './request-logger.js';
@@ -133,6 +135,12 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     // Stream names may be up to 4096 bytes, percent-encoded in the path.
     routerOptions: { maxParamLength: 16_384 },
     frameworkErrors: (error, request, reply) => handleError(error, request, reply),
+    // A request that is not HTTP: a text answer (fastify's own is JSON whatever was accepted).
+    clientErrorHandler: (error, socket) => {
+      if ((error as NodeJS.ErrnoException).code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse((error as NodeJS.ErrnoException).code));
+      socket.destroy(error);
+    },
   }) as unknown as FastifyInstance;
   if (deps.tls !== undefined) deps.tls.attachServer(app.server as unknown as TlsServer);
   // HTTP/2 on the same port (ALPN with TLS, the connection preface without): before the drain
@@ -151,12 +159,15 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  registerErrorBodies(app);
   const routeMethods = collectRouteMethods(app);
   registerRequestHooks(app, routeMethods);
 
   // No route for this method: OPTIONS answers 200, a path known for other methods 405, else 404.
   app.setNotFoundHandler((request, reply) => {
-    const methods = routeMethods.forPath(request.url.split('?')[0] ?? '');
+    const fullPath = request.url.split('?')[0] ?? '';
+    const methods = routeMethods.forPath(fullPath);
+    const path = fullPath.length > 200 ? `${fullPath.slice(0, 200)}...` : fullPath;
     if (request.method === 'OPTIONS') {
       reply.header('access-control-allow-methods', allowedMethods(methods));
       return sendStatus(reply, 200, 'OK');
@@ -165,9 +176,9 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
       reply
         .header('allow', allowedMethods(methods))
         .header('access-control-allow-methods', allowedMethods(methods));
-      return sendStatus(reply, 405, 'Method Not Allowed');
+      return sendStatus(reply, 405, 'Method Not Allowed', `Method not allowed: ${path} answers ${allowedMethods(methods)}, not ${request.method}.`);
     }
-    return sendStatus(reply, 404, 'Not Found');
+    return sendStatus(reply, 404, 'Not Found', `Not found: no endpoint answers ${request.method} ${path}.`);
   });
 
   // Swagger learns routes from the onRoute hook, so it goes first.
@@ -225,8 +236,8 @@ export function buildServer(deps: BuildServerDeps): FastifyInstance {
     const { subscriptions } = deps;
     registerPersistentSubscriptionRoutes(app, { security, subscriptions, closing: closing.signal });
   }
-  if (deps.projections !== undefined)
-    registerProjectionsRoutes(app, { security, projections: deps.projections });
+  // Also with projections off: the routes answer 404 with a message and are documented.
+  registerProjectionsRoutes(app, { security, projections: deps.projections });
   registerWebRoutes(app);
   return app;
 }

@@ -24,11 +24,24 @@ declare module 'fastify' {
   }
 }
 
-const TEXT: readonly MediaTypeValue[] = [MediaType.PlainText];
+type JsonSchema = Record<string, unknown>;
 
-/** The usual meaning of each error status here; a body is a text/plain message. */
+
+/**
+ * An error's message comes in the type Accept names (api/error-body.ts): text/plain (also when
+ * nothing matches), JSON `{status, error, message}` for JSON types, XML for XML types.
+ */
+export const ERROR_MEDIA_TYPES: readonly string[] = [MediaType.PlainText, 'application/json', 'application/xml'];
+
+const ERROR_JSON_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: { status: { type: 'integer' }, error: { type: 'string' }, message: { type: 'string' } },
+  required: ['status', 'error', 'message'],
+};
+
+/** The usual meaning of each error status here; a body is a message in the negotiated type. */
 const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
-  400: 'Bad request: the text/plain body says what is wrong (bad parameter, header or body, wrong expected version)',
+  400: 'Bad request: the message says what is wrong (bad parameter, header or body, wrong expected version)',
   401: 'Credentials missing, wrong, or not allowed by the ACL',
   403: 'Forbidden',
   404: 'Not found',
@@ -45,18 +58,17 @@ const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
 export function errorResponses(...statuses: number[]): ResponseDocs {
   const docs: Record<number, ResponseDoc> = {};
   for (const status of statuses) {
-    docs[status] = { description: ERROR_DESCRIPTIONS[status] ?? `HTTP ${status}`, mediaTypes: TEXT };
+    docs[status] = { description: ERROR_DESCRIPTIONS[status] ?? `HTTP ${status}`, mediaTypes: ERROR_MEDIA_TYPES };
   }
   return docs;
 }
 
 /** What every route can answer: an unexpected failure, or a node that is not ready. */
 export const EVERY_ROUTE_RESPONSES: ResponseDocs = {
-  500: { description: 'Internal error or write timeout (text/plain message)', mediaTypes: TEXT },
-  503: { description: 'The node is not ready, shutting down, or too busy', mediaTypes: TEXT },
+  500: { description: 'Internal error or write timeout (a message)', mediaTypes: ERROR_MEDIA_TYPES },
+  503: { description: 'The node is not ready, shutting down, or too busy', mediaTypes: ERROR_MEDIA_TYPES },
 };
 
-type JsonSchema = Record<string, unknown>;
 
 interface OpenApiResponse {
   description: string;
@@ -91,7 +103,8 @@ export function responseEntries(
     const content: Record<string, { schema: JsonSchema }> = {};
     for (const mediaType of mediaTypes) {
       const isJson = mediaType === MediaType.Json || mediaType.endsWith('+json');
-      content[mediaType] = { schema: isJson && known !== undefined ? known : { type: 'string' } };
+      const schema = isJson && known !== undefined ? known : isJson && Number(status) >= 400 ? ERROR_JSON_SCHEMA : { type: 'string' };
+      content[mediaType] = { schema };
     }
     entries[status] = { description: doc.description, content };
   }

@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { EventDbError } from '../errors.js';
+import { directoryProblem } from '../config/paths.js';
 import { runBackup } from './backup.js';
 import { runRestore, verifyBackup } from './restore.js';
 
@@ -105,6 +106,9 @@ export function parseToolArgs(argv: readonly string[], readFile: (file: string) 
   const need = (name: string): string => {
     const v = values.get(name);
     if (v === undefined) throw new UsageError(`option ${name} is required for eventdb ${command}`);
+    // Every required option names a directory: one under /proc or /sys is refused at once.
+    const problem = directoryProblem(v);
+    if (problem !== undefined) throw new UsageError(`option ${name}: ${problem}`);
     return v;
   };
   if (command === 'restore') {

@@ -9,6 +9,7 @@
 import { isIP } from 'node:net';
 
 import { z } from 'zod';
+import { directoryProblem } from './paths.js';
 
 export type OptionKind = 'boolean' | 'integer' | 'string';
 
@@ -67,6 +68,23 @@ function stringOption(group: OptionGroup, defaultValue: string, description: str
   };
 }
 
+/** A directory the node keeps files in: refused under /proc or /sys (config/paths.ts). */
+function directoryOption(group: OptionGroup, defaultValue: string, description: string) {
+  return {
+    kind: 'string' as const,
+    group,
+    schema: z
+      .string()
+      .min(1)
+      .superRefine((value, ctx) => {
+        const problem = directoryProblem(value);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .default(defaultValue)
+      .describe(description),
+  };
+}
+
 /** A string option that may be empty (empty = not set; the description says what applies). */
 function textOption(group: OptionGroup, description: string) {
   return {
@@ -77,6 +95,8 @@ function textOption(group: OptionGroup, description: string) {
 }
 
 const PORT_MAX = 65_535;
+
+const LOG_FORMATS = ['json', 'pretty'] as const;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -106,6 +126,14 @@ export const NODE_OPTIONS = {
       .enum(LOG_LEVELS)
       .default('info')
       .describe(`Log level: ${LOG_LEVELS.join(', ')}.`),
+  },
+  logFormat: {
+    kind: 'string' as const,
+    group: 'Logging' as const,
+    schema: z
+      .enum(LOG_FORMATS)
+      .default('json')
+      .describe('Log format: json (one JSON object a line, for collectors) or pretty (one readable line an entry, for terminals).'),
   },
   insecure: booleanOption(
     'Application',
@@ -171,8 +199,8 @@ export const NODE_OPTIONS = {
     false,
     'Let requests without credentials use streams whose ACL grants $all.',
   ),
-  db: stringOption('Database', 'db', 'Data directory: chunk files and checkpoints.'),
-  index: stringOption(
+  db: directoryOption('Database', 'db', 'Data directory: chunk files and checkpoints.'),
+  index: directoryOption(
     'Database',
     'index',
     'Index directory: index tables, indexmap, stream existence filter.',

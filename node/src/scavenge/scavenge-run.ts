@@ -18,7 +18,28 @@ import type {
 import { ScavengeEventType, type ScavengeHistory } from './scavenge-history.js';
 import { formatTimeSpan } from './time-span.js';
 
-type ListenerInfo<K extends keyof ScavengeListener> = Parameters<ScavengeListener[K]>[0];
+type ListenerInfo<K extends keyof ScavengeListener> = Parameters<NonNullable<ScavengeListener[K]>>[0];
+
+/** Where a running scavenge is, for `GET /admin/scavenge/current` and `/admin/scavenge/{id}`. */
+export interface ScavengeProgress {
+  /** The engine's stage (Accumulating, Calculating, ExecutingChunks, MergingChunks, ExecutingIndex, Cleaning, Done); Starting before the first. */
+  readonly stage: string;
+  /** Logical chunks executed so far, of `chunksTotal` (the chunks below the scavenge point). */
+  readonly chunksDone: number;
+  readonly chunksTotal: number;
+  /** chunksDone of chunksTotal, in percent with one decimal (100 once past chunk execution). */
+  readonly percent: number;
+}
+
+const PAST_CHUNK_EXECUTION = new Set(['MergingChunks', 'ExecutingIndex', 'Cleaning', 'Done']);
+
+/** The progress figures from what the run has reported (pure). */
+export function scavengeProgress(stage: string, chunksDone: number, chunksTotal: number): ScavengeProgress {
+  const past = PAST_CHUNK_EXECUTION.has(stage);
+  const done = past ? Math.max(chunksDone, chunksTotal) : Math.min(chunksDone, chunksTotal);
+  const percent = past || chunksTotal === 0 ? (past ? 100 : 0) : Math.floor((done / chunksTotal) * 1000) / 10;
+  return { stage, chunksDone: done, chunksTotal, percent };
+}
 
 export interface ScavengeRunOptions {
   readonly scavengeId: string;
@@ -36,12 +57,25 @@ export class ScavengeRun implements ScavengeListener {
   private completedReceived = false;
   private maxChunkScavenged = 0;
   private indexTableCount = 0;
+  private stage = 'Starting';
+  private chunksTotal = 0;
+  private chunksDone = 0;
 
   constructor(options: ScavengeRunOptions) {
     this.scavengeId = options.scavengeId;
     this.history = options.history;
     this.nodeEndpoint = options.nodeEndpoint;
     this.log = options.log.child({ scavengeId: options.scavengeId });
+  }
+
+  /** Stage and chunks done of this run so far. */
+  progress(): ScavengeProgress {
+    return scavengeProgress(this.stage, this.chunksDone, this.chunksTotal);
+  }
+
+  stageStarted(info: { stage: string; chunksInScope: number }): void {
+    this.stage = info.stage;
+    this.chunksTotal = info.chunksInScope;
   }
 
   /** The last chunk number scavenged so far in this run (its progress, for /metrics). */
@@ -61,6 +95,7 @@ export class ScavengeRun implements ScavengeListener {
 
   async chunkExecuted(info: ListenerInfo<'chunkExecuted'>): Promise<void> {
     this.maxChunkScavenged = Math.max(this.maxChunkScavenged, info.chunkEndNumber);
+    this.chunksDone += info.chunkEndNumber - info.chunkStartNumber + 1;
     const fields = {
       chunkStartNumber: info.chunkStartNumber,
       chunkEndNumber: info.chunkEndNumber,

@@ -26,7 +26,7 @@ import type {
 } from '../storage/event-db-types.js';
 import { completeInterruptedScavenges, readRunOutcome, scanScavengeLog } from './interrupted-scavenges.js';
 import { ScavengeHistory, type EventDbForScavengeHistory } from './scavenge-history.js';
-import { ScavengeRun } from './scavenge-run.js';
+import { ScavengeRun, type ScavengeProgress } from './scavenge-run.js';
 
 export type LastScavengeResult = 'Unknown' | 'InProgress' | 'Success' | 'Stopped' | 'Errored';
 
@@ -200,6 +200,13 @@ export class ScavengeService {
   /** The id of the running scavenge, if any. */
   currentScavengeId(): string | undefined {
     return this.active?.run.scavengeId;
+  }
+
+  /** The progress of the running scavenge (of `scavengeId` when given); undefined when it is not running. */
+  progress(scavengeId?: string): ScavengeProgress | undefined {
+    const run = this.active?.run;
+    if (run === undefined || (scavengeId !== undefined && run.scavengeId !== scavengeId)) return undefined;
+    return run.progress();
   }
 
   /**

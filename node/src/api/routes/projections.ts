@@ -29,11 +29,20 @@ import { authorizeRequest, type EndpointPolicy } from '../security/http-auth.js'
 import { MediaType, negotiate, parseRequestContentType } from '../streams/media-types.js';
 import { CACHE_NEVER, requestBaseUrl, sendStatus } from '../streams/stream-http.js';
 import type { HostApp } from './zod-route-scope.js';
+import { errorResponses, type ResponseDocs } from '../openapi-responses.js';
 
 export interface ProjectionsRoutesDeps {
   readonly security: Authorizer;
-  readonly projections: ProjectionsSubsystem;
+  /**
+   * Undefined with RunProjections None: the routes are still registered (so the OpenAPI
+   * document lists them) and every one answers 404 with PROJECTIONS_OFF_MESSAGE, as an
+   * unknown route answers 404 in the original.
+   */
+  readonly projections: ProjectionsSubsystem | undefined;
 }
+
+export const PROJECTIONS_OFF_MESSAGE =
+  'Projections are not running on this node: start it with --run-projections System (the system projections) or All.';
 
 const JSON_ONLY = [MediaType.Json] as const;
 const LIST_FILTERS: Record<string, ListFilter> = {
@@ -111,9 +120,35 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
 
 type Handler = (request: FastifyRequest, reply: FastifyReply, principal: Principal | undefined) => Promise<FastifyReply>;
 
+/**
+ * `msgTypeId` of `GET /projection/{name}/config`: the original's body is its ProjectionConfig
+ * message serialized, whose message type id comes first. Its value is an internal number that
+ * differs between the original's versions; clients read the other fields, some send it back.
+ */
+export const PROJECTION_CONFIG_MSG_TYPE_ID = 331;
+
+const JSON_TYPES = [MediaType.Json];
+
+/** The answers of a projection route, by method and path (see openapi-responses.ts). */
+function projectionResponses(method: string | readonly string[], url: string): ResponseDocs {
+  const verb = (Array.isArray(method) ? method[0] : method) as string;
+  if (url === '/projections') return { 302: { description: 'Moved to the web interface (Location)' }, ...errorResponses(404) };
+  if (verb === 'GET' || verb === 'HEAD')
+    return { 200: { description: 'OK', mediaTypes: url.endsWith('/query') ? [...JSON_TYPES, 'application/javascript'] : JSON_TYPES }, ...errorResponses(401, 404, 406) };
+  const created = verb === 'POST' && /^\/projections\/[^/]+$/.test(url) && !url.endsWith('/restart') && !url.endsWith('/read-events');
+  return {
+    [created ? 201 : 200]: { description: created ? 'Created' : 'OK', mediaTypes: JSON_TYPES },
+    ...errorResponses(400, 401, 404, 406, 409, 415),
+  };
+}
+
 export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesDeps): void {
   const { security, projections } = deps;
-  const manager = projections.manager;
+  const running = (): ProjectionsSubsystem => {
+    if (projections === undefined) throw new ProjectionError('not-found', PROJECTIONS_OFF_MESSAGE);
+    return projections;
+  };
+  const manager = (): ProjectionsSubsystem['manager'] => running().manager;
 
   /** Authorizes, negotiates JSON, runs the handler and maps projection errors. */
   const route =
@@ -137,6 +172,12 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
   const updated = (reply: FastifyReply, projection: string): FastifyReply => sendJson(reply, 200, 'OK', { name: projection });
 
   void app.register(async (scope: FastifyInstance) => {
+    if (projections === undefined)
+      scope.addHook('onRequest', async (_request, reply) => sendStatus(reply, 404, 'Not Found', PROJECTIONS_OFF_MESSAGE));
+    // What each projection route can answer, for the OpenAPI document (404 always: projections off).
+    scope.addHook('onRoute', (options) => {
+      options.config = { ...options.config, responses: options.config?.responses ?? projectionResponses(options.method, options.url) };
+    });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 16 * 1024 * 1024 }, (_request, body, done) => done(null, body));
     const bodyText = (request: FastifyRequest): string => (Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '');
@@ -151,7 +192,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
         `/projections/${segment}`,
         route('authenticated', async (request, reply) => {
           reply.header('cache-control', CACHE_NEVER);
-          return sendJson(reply, 200, 'OK', { projections: manager.list(filter, urlOf(request)) });
+          return sendJson(reply, 200, 'OK', { projections: manager().list(filter, urlOf(request)) });
         }),
       );
     }
@@ -166,7 +207,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
           }
           const query = queryOf(request);
           const emitEnabled = mode !== 'Transient' && flag(query, 'emit', false);
-          const created = await manager.create(
+          const created = await manager().create(
             {
               mode,
               name: query.get('name') ?? undefined,
@@ -207,7 +248,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
         }
         try {
           const mayRead = (stream: string): Promise<boolean> => security.canAccessStream(principal, stream, 'r');
-          return sendStatus(reply, 200, 'OK', await projections.readEvents(parsed.data, mayRead), MediaType.Json);
+          return sendStatus(reply, 200, 'OK', await running().readEvents(parsed.data, mayRead), MediaType.Json);
         } catch (err: unknown) {
           return sendStatus(reply, 400, 'Bad Request', err instanceof Error ? err.message : String(err));
         }
@@ -217,8 +258,8 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
     scope.post(
       '/projections/restart',
       route('ops-or-admins', async (_request, reply) => {
-        await projections.stop();
-        await projections.start();
+        await running().stop();
+        await running().start();
         return sendJson(reply, 200, 'OK', 'Restarting');
       }),
     );
@@ -228,7 +269,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       { schema: { params: NameParams } },
       route('authenticated', async (request, reply) => {
         reply.header('cache-control', CACHE_NEVER);
-        return sendJson(reply, 200, 'OK', manager.statistics(name(request), urlOf(request)));
+        return sendJson(reply, 200, 'OK', manager().statistics(name(request), urlOf(request)));
       }),
     );
 
@@ -237,7 +278,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       { schema: { params: NameParams } },
       route('authenticated', async (request, reply) => {
         reply.header('cache-control', CACHE_NEVER);
-        return sendJson(reply, 200, 'OK', { projections: [manager.statistics(name(request), urlOf(request))] });
+        return sendJson(reply, 200, 'OK', { projections: [manager().statistics(name(request), urlOf(request))] });
       }),
     );
 
@@ -247,7 +288,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
         { schema: { params: NameParams } },
         route('authenticated', async (request, reply) => {
           const partition = queryOf(request).get('partition') ?? '';
-          const answer = kind === 'state' ? await manager.state(name(request), partition) : await manager.result(name(request), partition);
+          const answer = kind === 'state' ? await manager().state(name(request), partition) : await manager().result(name(request), partition);
           if (answer.position !== undefined) reply.header('ES-Position', answer.position).header('SVC-Position', answer.position);
           return sendStatus(reply, 200, 'OK', answer.body, MediaType.Json);
         }),
@@ -260,7 +301,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       route(
         'authenticated',
         async (request, reply) => {
-          const query = await manager.query(name(request));
+          const query = await manager().query(name(request));
           if (flag(queryOf(request), 'config', false)) return sendJson(reply, 200, 'OK', query.config);
           return sendStatus(reply, 200, 'OK', query.query, 'application/javascript');
         },
@@ -274,7 +315,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       route('authenticated', async (request, reply, principal) => {
         const query = queryOf(request);
         const projection = name(request);
-        await manager.updateQuery(projection, bodyText(request), query.get('type') ?? undefined, optionalFlag(query, 'emit'), runAsOf(principal));
+        await manager().updateQuery(projection, bodyText(request), query.get('type') ?? undefined, optionalFlag(query, 'emit'), runAsOf(principal));
         return updated(reply, projection);
       }),
     );
@@ -286,10 +327,10 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
         route('authenticated', async (request, reply, principal) => {
           const projection = name(request);
           const runAs = runAsOf(principal);
-          if (command === 'enable') await manager.enable(projection, runAs);
-          else if (command === 'disable') await manager.disable(projection, runAs);
-          else if (command === 'reset') await manager.reset(projection, runAs);
-          else await manager.abort(projection, runAs);
+          if (command === 'enable') await manager().enable(projection, runAs);
+          else if (command === 'disable') await manager().disable(projection, runAs);
+          else if (command === 'reset') await manager().reset(projection, runAs);
+          else await manager().abort(projection, runAs);
           return updated(reply, projection);
         }),
       );
@@ -299,7 +340,8 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       '/projection/:name/config',
       { schema: { params: NameParams } },
       route('ops-or-admins', async (request, reply) => {
-        return sendJson(reply, 200, 'OK', manager.getConfig(name(request)));
+        // The original answers its ProjectionConfig message serialized, message type id first.
+        return sendJson(reply, 200, 'OK', { msgTypeId: PROJECTION_CONFIG_MSG_TYPE_ID, ...manager().getConfig(name(request)) });
       }),
     );
 
@@ -318,13 +360,13 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
         } catch {
           return sendStatus(reply, 400, 'Bad Request', 'Failed to parse the projection config');
         }
-        const current = manager.getConfig(projection);
+        const current = manager().getConfig(projection);
         const parsed = ProjectionConfigSchema.safeParse({ ...current, ...(typeof body === 'object' && body !== null ? body : {}) });
         if (!parsed.success) return sendStatus(reply, 400, 'Bad Request', 'Failed to parse the projection config');
         const timeout = parsed.data.projectionExecutionTimeout;
         if (timeout !== null && timeout !== undefined && timeout <= 0)
           return sendStatus(reply, 400, 'Bad Request', `projectionExecutionTimeout should be positive. Found : ${timeout}`);
-        await manager.updateConfig(projection, parsed.data, runAsOf(principal));
+        await manager().updateConfig(projection, parsed.data, runAsOf(principal));
         return updated(reply, projection);
       }),
     );
@@ -335,7 +377,7 @@ export function registerProjectionsRoutes(app: HostApp, deps: ProjectionsRoutesD
       route('ops-or-admins', async (request, reply, principal) => {
         const query = queryOf(request);
         const projection = name(request);
-        await manager.delete(
+        await manager().delete(
           projection,
           {
             deleteCheckpointStream: flag(query, 'deleteCheckpointStream', false),

@@ -52,9 +52,19 @@ const NOT_FOUND_MESSAGE = 'Scavenge Id does not exist';
 const ALREADY_RUNNING_MESSAGE = 'Scavenge is already running';
 
 export const ScavengeStartedSchema = z.object({ scavengeId: z.string() });
+/** Where a running scavenge is (not in the original, which logs it only). */
+export const ScavengeProgressSchema = z
+  .object({
+    stage: z.string().describe('Starting, Accumulating, Calculating, ExecutingChunks, MergingChunks, ExecutingIndex, Cleaning or Done'),
+    chunksDone: z.number().int().describe('Logical chunks executed so far'),
+    chunksTotal: z.number().int().describe('Logical chunks below the scavenge point'),
+    percent: z.number().describe('chunksDone of chunksTotal in percent (100 once past chunk execution)'),
+  })
+  .describe('Only while the scavenge runs');
 export const ScavengeCurrentSchema = z.object({
   scavengeId: z.string().describe('Empty when no scavenge is running'),
   scavengeLink: z.string().describe('/admin/scavenge/{scavengeId}, or empty'),
+  progress: ScavengeProgressSchema.optional(),
 });
 export const ScavengeLastSchema = z.object({
   scavengeId: z.string().describe('The all-zero UUID when no scavenge ran since the node started'),
@@ -67,6 +77,7 @@ export const ScavengeRunSchema = z.object({
   scavengeResult: z
     .string()
     .describe('InProgress, or the recorded result: Success, Stopped, Errored, Interrupted (Unknown until recorded)'),
+  progress: ScavengeProgressSchema.optional(),
 });
 const FormatQuerySchema = z.object({
   format: z.string().optional().describe('json, xml or text; overrides the Accept header'),
@@ -159,13 +170,15 @@ function registerReads(scope: ZodScope, deps: ScavengeRoutesDeps): void {
       if (mediaType === undefined) return reply;
       const scavengeId = deps.scavenges.currentScavengeId() ?? '';
       const scavengeLink = scavengeId === '' ? '' : scavengeLinkOf(scavengeId);
+      const progress = scavengeId === '' ? undefined : deps.scavenges.progress(scavengeId);
       return sendDto(reply, mediaType, {
         name: 'ScavengeGetCurrentResultDto',
-        json: { scavengeId, scavengeLink },
-        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}`,
+        json: { scavengeId, scavengeLink, ...(progress === undefined ? {} : { progress }) },
+        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}${progressText(progress)}`,
         fields: [
           ['ScavengeId', scavengeId],
           ['ScavengeLink', scavengeLink],
+          ...progressFields(progress),
         ],
       });
     },
@@ -224,14 +237,16 @@ function registerRunStatus(scope: ZodScope, deps: ScavengeRoutesDeps): void {
       const scavengeResult = await deps.scavenges.status(scavengeId);
       if (scavengeResult === undefined) return sendStatus(reply, 404, 'Not Found', NOT_FOUND_MESSAGE);
       const scavengeLink = scavengeLinkOf(scavengeId);
+      const progress = deps.scavenges.progress(scavengeId);
       return sendDto(reply, mediaType, {
         name: 'ScavengeGetResultDto',
-        json: { scavengeId, scavengeLink, scavengeResult },
-        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ScavengeResult: ${scavengeResult}`,
+        json: { scavengeId, scavengeLink, scavengeResult, ...(progress === undefined ? {} : { progress }) },
+        text: `ScavengeId: ${scavengeId}, ScavengeLink: ${scavengeLink}, ScavengeResult: ${scavengeResult}${progressText(progress)}`,
         fields: [
           ['ScavengeId', scavengeId],
           ['ScavengeLink', scavengeLink],
           ['ScavengeResult', scavengeResult],
+          ...progressFields(progress),
         ],
       });
     },
@@ -306,6 +321,23 @@ async function admit(
 
 function scavengeLinkOf(scavengeId: string): string {
   return `/admin/scavenge/${scavengeId}`;
+}
+
+type Progress = z.infer<typeof ScavengeProgressSchema>;
+
+function progressText(progress: Progress | undefined): string {
+  if (progress === undefined) return '';
+  return `, Stage: ${progress.stage}, ChunksDone: ${progress.chunksDone}, ChunksTotal: ${progress.chunksTotal}, Percent: ${progress.percent}`;
+}
+
+function progressFields(progress: Progress | undefined): Array<[string, string]> {
+  if (progress === undefined) return [];
+  return [
+    ['Stage', progress.stage],
+    ['ChunksDone', String(progress.chunksDone)],
+    ['ChunksTotal', String(progress.chunksTotal)],
+    ['Percent', String(progress.percent)],
+  ];
 }
 
 function sendDto(reply: FastifyReply, mediaType: MediaTypeValue, dto: AdminDto): FastifyReply {

@@ -125,8 +125,8 @@ export async function handleStreamFeed(
       watcher.dispose();
     }
   }
-  if (result.kind === 'stream-not-found') return sendNotFound(reply);
-  if (result.kind === 'stream-deleted') return sendDeleted(reply);
+  if (result.kind === 'stream-not-found') return sendNotFound(reply, `Stream '${stream}' not found.`);
+  if (result.kind === 'stream-deleted') return sendDeleted(reply, stream);
   return sendStreamFeed(context, request, reply, {
     params,
     from,
@@ -240,16 +240,17 @@ export async function handleReadEvent(
   );
   switch (result.kind) {
     case 'stream-deleted':
-      return sendDeleted(reply);
+      return sendDeleted(reply, params.stream);
     case 'stream-not-found':
+      return sendNotFound(reply, `Stream '${params.stream}' not found.`);
     case 'event-not-found':
-      return sendNotFound(reply);
+      return sendNotFound(reply, `Event ${params.event} of stream '${params.stream}' not found.`);
     case 'success': {
       const item = resolve
         ? await resolveLink(context.db, result.event, readDecisions(context.authorizer, principal))
         : result.event;
       // A link whose target is gone, or may not be read by this reader, reads as not found.
-      if (isResolvedLink(item) && item.target === undefined) return sendNotFound(reply);
+      if (isResolvedLink(item) && item.target === undefined) return sendNotFound(reply, `Event ${params.event} of stream '${params.stream}' not found.`);
       reply.header('cache-control', eventNumber === 'head' ? CACHE_NEVER : CACHE_FOREVER);
       return sendEvent(reply, negotiated.mediaType, item, {
         baseUrl: requestBaseUrl(request),

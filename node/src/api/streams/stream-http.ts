@@ -56,12 +56,14 @@ export function sendStatus(
   return reply.code(status).header('content-type', contentTypeHeader(mediaType)).send(body);
 }
 
-export function sendNotFound(reply: FastifyReply): FastifyReply {
-  return sendStatus(reply, 404, 'Not Found');
+/** 404; without a message the answer names the request's path (api/error-body.ts). */
+export function sendNotFound(reply: FastifyReply, message = ''): FastifyReply {
+  return sendStatus(reply, 404, 'Not Found', message);
 }
 
-export function sendDeleted(reply: FastifyReply): FastifyReply {
-  return sendStatus(reply, 410, 'Deleted');
+/** 410 for a deleted stream. */
+export function sendDeleted(reply: FastifyReply, stream?: string): FastifyReply {
+  return sendStatus(reply, 410, 'Deleted', stream === undefined ? '' : `Stream '${stream}' has been deleted.`);
 }
 
 export function sendWrongExpectedVersion(

@@ -59,7 +59,7 @@ export async function handleReadMetadata(
     requireAuthenticated: stream === ALL_STREAM,
   });
   const state = await context.db.streamState(stream);
-  if (state.kind === 'hard-deleted') return sendDeleted(reply);
+  if (state.kind === 'hard-deleted') return sendDeleted(reply, stream);
   const result = await context.db.readEvent(`$$${stream}`, -1);
   reply.header('cache-control', CACHE_NEVER);
   if (result.kind === 'success') {
@@ -68,8 +68,8 @@ export async function handleReadMetadata(
       embed: query.embed,
     });
   }
-  if (result.kind === 'stream-deleted') return sendDeleted(reply);
-  if (state.kind === 'no-stream') return sendNotFound(reply);
+  if (result.kind === 'stream-deleted') return sendDeleted(reply, stream);
+  if (state.kind === 'no-stream') return sendNotFound(reply, `Stream '${stream}' not found.`);
   // An existing stream without metadata: an empty document (EventStoreDB's special case).
   reply.header('vary', 'Accept');
   const body =

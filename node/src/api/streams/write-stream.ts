@@ -61,7 +61,7 @@ export function sendWriteFailure(
     case 'wrong-expected-version':
       return sendWrongExpectedVersion(reply, result.currentVersion);
     case 'stream-deleted':
-      return sendStatus(reply, 410, 'Stream deleted');
+      return sendStatus(reply, 410, 'Stream deleted', 'Stream deleted: the stream has been deleted and takes no more writes.');
   }
 }
 

@@ -312,12 +312,15 @@ export class ManagedProjection {
     if (parsed === undefined || (parsed.version !== undefined && parsed.version.version < this.persisted.epoch))
       return { body: '', position: undefined };
     const position = tagToJson(parsed.tag);
-    const definesTransform = this.definitionValue?.options.definesStateTransform === true;
+    // After a restart a stopped projection has not run yet: its definition (does it transform
+    // its state?) is read from the source, else `result` would answer the state.
+    const definition = await this.readDefinition();
+    const definesTransform = definition?.options.definesStateTransform === true;
     const pick = (data: Array<string | null>): string => {
       const value = kind === 'result' && definesTransform ? data[1] : data[0];
       return value ?? '';
     };
-    const partitioned = this.definitionValue === undefined ? partition !== '' : isPartitioned(this.definitionValue);
+    const partitioned = definition === undefined ? partition !== '' : isPartitioned(definition);
     if (!partitioned || partition === '') {
       if (partitioned) return { body: '', position };
       return { body: pick(parseStateArray(checkpoint.event.data.toString('utf8'))), position };

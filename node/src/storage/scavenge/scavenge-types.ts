@@ -136,6 +136,11 @@ export type ScavengeResult = 'Success' | 'Stopped' | 'Errored' | 'Interrupted';
 /** Progress callbacks: the admin module turns them into `$scavenges-{id}` history events. */
 export interface ScavengeListener {
   started(info: { scavengeId: string; scavengePoint: ScavengePoint | undefined }): Promise<void>;
+  /**
+   * The run entered `stage` (progress for the admin API, beside the log line); `chunksInScope`
+   * counts the logical chunks below the scavenge point. Returns at once.
+   */
+  stageStarted?(info: { scavengeId: string; stage: ScavengeStage; chunksInScope: number }): void;
   chunkExecuted(info: {
     scavengeId: string; chunkStartNumber: number; chunkEndNumber: number; timeTakenMs: number;
     spaceSavedBytes: number; wasScavenged: boolean; weight: number; errorMessage: string;

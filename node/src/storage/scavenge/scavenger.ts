@@ -42,6 +42,7 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
     if (begun) {
       log.info({ stage: begun.stage, scavengePoint: begun.scavengePoint }, 'scavenge started');
       log.info({ stage: begun.stage }, 'scavenge stage');
+      reportStage(access, options, begun);
       await runStages(access, state, begun, options, log, totals);
     } else {
       log.info('scavenge has nothing to do: no unreached scavenge point and syncOnly is set');
@@ -74,6 +75,13 @@ export async function runScavenge(access: ScavengeAccess, options: ScavengeRunOp
   function finish(result: ScavengeOutcome['result'], error: string | null): ScavengeOutcome {
     return { result, error, spaceSavedBytes: totals.spaceSavedBytes, timeTakenMs: performance.now() - startedMs };
   }
+}
+
+/** Tells the listener (the admin API's progress) which stage the run is in. */
+function reportStage(access: ScavengeAccess, options: ScavengeRunOptions, checkpoint: ScavengeCheckpoint): void {
+  const inScope = chunksInScope(access, checkpoint.scavengePoint);
+  const chunks = inScope.reduce((most, c) => Math.max(most, c.header.chunkEndNumber + 1), 0);
+  options.listener.stageStarted?.({ scavengeId: options.scavengeId, stage: checkpoint.stage, chunksInScope: chunks });
 }
 
 async function begin(access: ScavengeAccess, state: ScavengeState, options: ScavengeRunOptions, log: Logger): Promise<ScavengeCheckpoint | undefined> {
@@ -116,6 +124,7 @@ async function runStagesPaced(
   const set = (c: ScavengeCheckpoint): void => {
     state.transaction(() => state.setCheckpoint(c));
     log.info({ stage: c.stage }, 'scavenge stage');
+    reportStage(access, options, c);
   };
   let stage = checkpoint.stage;
   if (stage === 'Accumulating') {
