@@ -367,6 +367,7 @@ async function startNode(
   const grpcInsecure = config.insecure || config.dev;
   const grpc = createGrpcApi({
     db,
+    subscriptions,
     authorizer: security,
     log,
     maxAppendSizeBytes: config.maxAppendSize,
