@@ -368,6 +368,13 @@ async function startNode(
   const grpc = createGrpcApi({
     db,
     subscriptions,
+    users: security,
+    operations: {
+      scavenges,
+      mergeIndexes: () => db.mergeIndexes(),
+      requestShutdown,
+      ...(member === undefined ? {} : { node: member.node }),
+    },
     authorizer: security,
     log,
     maxAppendSizeBytes: config.maxAppendSize,

@@ -23,7 +23,12 @@ import { ClusterInfoSchema, Gossip, MemberInfo_VNodeState } from './gen/eventdb/
 import { ServerFeatures, SupportedMethodsSchema } from './gen/eventdb/grpc/serverfeatures_pb.js';
 import { PersistentSubscriptions } from './gen/eventdb/grpc/persistent_pb.js';
 import { Streams } from './gen/eventdb/grpc/streams_pb.js';
+import { Operations } from './gen/eventdb/grpc/operations_pb.js';
+import { Users } from './gen/eventdb/grpc/users_pb.js';
+import { operationsService, type OperationsServiceDeps } from './operations-service.js';
 import { persistentService } from './persistent-service.js';
+import { usersService } from './users-service.js';
+import type { Security } from '../api/security/security.js';
 import { streamsService } from './streams-service.js';
 import type { PersistentSubscriptions as SubscriptionsCapability } from '../subscriptions/service.js';
 
@@ -59,6 +64,10 @@ export interface GrpcApiDeps {
   readonly leadership?: Leadership;
   /** The persistent-subscriptions subsystem the HTTP API uses too; without it the service is not served. */
   readonly subscriptions?: SubscriptionsCapability;
+  /** The users the HTTP API manages (Users service); without it the service is not served. */
+  readonly users?: Security;
+  /** What the HTTP admin routes call (Operations service); without it the service is not served. */
+  readonly operations?: Pick<OperationsServiceDeps, 'scavenges' | 'mergeIndexes' | 'requestShutdown' | 'node'>;
   /** The cluster as clients see it (Gossip.Read). */
   gossip(): readonly GossipMember[];
 }
@@ -71,6 +80,13 @@ const PERSISTENT_METHODS: readonly Implemented[] = [
   'create', 'update', 'delete', 'read', 'getinfo', 'replayparked', 'list',
 ].map((method): Implemented => ({ service: PERSISTENT_SERVICE, method, features: ['stream'] }))
   .concat([{ service: PERSISTENT_SERVICE, method: 'restartsubsystem' }]);
+
+const USERS_METHODS: readonly Implemented[] = [
+  'create', 'update', 'delete', 'disable', 'enable', 'details', 'changepassword', 'resetpassword',
+].map((method) => ({ service: 'event_store.client.users.users', method }));
+const OPERATIONS_METHODS: readonly Implemented[] = [
+  'startscavenge', 'stopscavenge', 'shutdown', 'mergeindexes', 'resignnode', 'setnodepriority', 'restartpersistentsubscriptions',
+].map((method) => ({ service: 'event_store.client.operations.operations', method }));
 
 const IMPLEMENTED: readonly Implemented[] = [
   { service: 'event_store.client.streams.streams', method: 'read', features: ['position', 'events'] },
@@ -95,7 +111,12 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
     router.service(ServerFeatures, {
       getSupportedMethods: () => create(SupportedMethodsSchema, {
         eventStoreServerVersion: PROTOCOL_SERVER_VERSION,
-        methods: [...IMPLEMENTED, ...(deps.subscriptions === undefined ? [] : PERSISTENT_METHODS)].map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
+        methods: [
+          ...IMPLEMENTED,
+          ...(deps.subscriptions === undefined ? [] : PERSISTENT_METHODS),
+          ...(deps.users === undefined ? [] : USERS_METHODS),
+          ...(deps.operations === undefined ? [] : OPERATIONS_METHODS),
+        ].map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
       }),
     });
     router.service(Gossip, {
@@ -112,6 +133,13 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
     router.service(Streams, streamsService({ db: deps.db, guard, log, maxAppendSizeBytes }));
     if (deps.subscriptions !== undefined) {
       router.service(PersistentSubscriptions, persistentService({ subscriptions: deps.subscriptions, authorizer: deps.authorizer, guard, log }));
+    }
+    if (deps.users !== undefined) router.service(Users, usersService({ security: deps.users, guard }));
+    if (deps.operations !== undefined) {
+      router.service(Operations, operationsService({
+        ...deps.operations, authorizer: deps.authorizer, guard, log,
+        ...(deps.subscriptions === undefined ? {} : { subscriptions: deps.subscriptions }),
+      }));
     }
   };
   const handler = connectNodeAdapter({
