@@ -25,7 +25,10 @@ import { PersistentSubscriptions } from './gen/eventdb/grpc/persistent_pb.js';
 import { Streams } from './gen/eventdb/grpc/streams_pb.js';
 import { Operations } from './gen/eventdb/grpc/operations_pb.js';
 import { Users } from './gen/eventdb/grpc/users_pb.js';
+import { Monitoring } from './gen/eventdb/grpc/monitoring_pb.js';
+import { monitoringService } from './monitoring-service.js';
 import { operationsService, type OperationsServiceDeps } from './operations-service.js';
+import type { StatsTree } from '../api/routes/stats-sampler.js';
 import { persistentService } from './persistent-service.js';
 import { usersService } from './users-service.js';
 import type { Security } from '../api/security/security.js';
@@ -68,6 +71,8 @@ export interface GrpcApiDeps {
   readonly users?: Security;
   /** What the HTTP admin routes call (Operations service); without it the service is not served. */
   readonly operations?: Pick<OperationsServiceDeps, 'scavenges' | 'mergeIndexes' | 'requestShutdown' | 'node'>;
+  /** One sample of the node's statistics (Monitoring.Stats); without it the service is not served. */
+  readonly stats?: () => Promise<StatsTree>;
   /** The cluster as clients see it (Gossip.Read). */
   gossip(): readonly GossipMember[];
 }
@@ -116,6 +121,7 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
           ...(deps.subscriptions === undefined ? [] : PERSISTENT_METHODS),
           ...(deps.users === undefined ? [] : USERS_METHODS),
           ...(deps.operations === undefined ? [] : OPERATIONS_METHODS),
+          ...(deps.stats === undefined ? [] : [{ service: 'event_store.client.monitoring.monitoring', method: 'stats' }]),
         ].map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
       }),
     });
@@ -134,6 +140,7 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
     if (deps.subscriptions !== undefined) {
       router.service(PersistentSubscriptions, persistentService({ subscriptions: deps.subscriptions, authorizer: deps.authorizer, guard, log }));
     }
+    if (deps.stats !== undefined) router.service(Monitoring, monitoringService({ guard, sample: deps.stats }));
     if (deps.users !== undefined) router.service(Users, usersService({ security: deps.users, guard }));
     if (deps.operations !== undefined) {
       router.service(Operations, operationsService({
