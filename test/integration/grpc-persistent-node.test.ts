@@ -74,12 +74,14 @@ describe('insecure node: persistent subscriptions over gRPC', () => {
   it('two consumers compete over a group created over gRPC: each event goes to one of them, all are acked', async () => {
     const stream = `compete-${randomUUID()}`;
     await client.createPersistentSubscriptionToStream(stream, 'workers', persistentSubscriptionToStreamSettingsFromDefaults({ startFrom: START }));
-    await client.appendToStream(stream, Array.from({ length: 40 }, (_, i) => jsonEvent({ type: `Job${i}`, data: { i } })));
     const first = client.subscribeToPersistentSubscriptionToStream(stream, 'workers');
     const second = client.subscribeToPersistentSubscriptionToStream(stream, 'workers');
     try {
       const a = consume(first, (e) => first.ack(e));
       const b = consume(second, (e) => second.ack(e));
+      // Both consumers wait in the group before the work arrives, so neither can take it all alone.
+      await until(async () => (await client.getPersistentSubscriptionToStreamInfo(stream, 'workers')).connections.length === 2);
+      await client.appendToStream(stream, Array.from({ length: 40 }, (_, i) => jsonEvent({ type: `Job${i}`, data: { i } })));
       await until(() => a.received.length + b.received.length >= 40);
       const all = [...a.received, ...b.received].map(typeOf);
       expect(new Set(all).size).toBe(40);
