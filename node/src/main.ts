@@ -21,6 +21,7 @@ import { EventDbError, FatalError, isErrno } from './errors.js';
 import { HTTP_KEEP_ALIVE_TIMEOUT_MS, buildServer } from './api/build-server.js';
 import { createNodeMetrics } from './metrics/sources.js';
 import { createGrpcApi } from './grpc/grpc-api.js';
+import { StatsSampler, type StatsTree } from './api/routes/stats-sampler.js';
 import { drainHttp } from './api/http-drain.js';
 import { createScavengeService, nodeEndpointOf } from './scavenge/scavenge-service.js';
 import { createSecurity } from './api/security/security.js';
@@ -339,6 +340,7 @@ async function startNode(
         await drainHttp(app, member === undefined ? SHUTDOWN_DRAIN_SINGLE : SHUTDOWN_DRAIN_CLUSTER);
         await app.close();
         metrics.close();
+        grpcStats?.close();
         await member?.node.stop();
         await projections?.stop();
         await subscriptions.stop();
@@ -365,8 +367,25 @@ async function startNode(
     ...(config.memDb ? {} : { volumes: { data: config.db, index: config.index } }),
   });
   const grpcInsecure = config.insecure || config.dev;
+  let grpcStats: StatsSampler | undefined;
   const grpc = createGrpcApi({
     db,
+    subscriptions,
+    users: security,
+    operations: {
+      scavenges,
+      mergeIndexes: () => db.mergeIndexes(),
+      requestShutdown,
+      ...(member === undefined ? {} : { node: member.node }),
+    },
+    // A sampler of its own, as GET /stats has (built on first use: the HTTP server exists then).
+    stats: () => {
+      grpcStats ??= new StatsSampler({
+        db, server: app.server, ...(config.memDb ? {} : { dataPath: config.db }),
+        ...(member === undefined ? {} : { replication: () => member.node.replicationTree() as StatsTree }),
+      });
+      return grpcStats.sample();
+    },
     authorizer: security,
     log,
     maxAppendSizeBytes: config.maxAppendSize,

@@ -115,7 +115,12 @@ export function newEventFromWire(message: ProposedMessageLike): NewEvent {
 }
 
 export function recordedEventToWire(event: RecordedEvent, structuredUuid: boolean): ReadResp_ReadEvent_RecordedEvent {
-  return create(ReadResp_ReadEvent_RecordedEventSchema, {
+  return create(ReadResp_ReadEvent_RecordedEventSchema, recordedEventInit(event, structuredUuid));
+}
+
+/** The fields of a recorded event as every service's RecordedEvent message carries them (same numbers). */
+export function recordedEventInit(event: RecordedEvent, structuredUuid: boolean) {
+  return {
     id: uuidToWire(event.eventId, structuredUuid),
     streamIdentifier: streamIdentifierToWire(event.stream),
     streamRevision: BigInt(event.eventNumber),
@@ -128,7 +133,7 @@ export function recordedEventToWire(event: RecordedEvent, structuredUuid: boolea
     },
     customMetadata: event.metadata,
     data: event.data,
-  });
+  };
 }
 
 /** Matches a name against a filter expression: any of the prefixes, else the regex. */

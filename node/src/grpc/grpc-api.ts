@@ -7,7 +7,8 @@
  *
  * ServerFeatures lists exactly the methods served here, so the clients pick what exists (a
  * client that finds BatchAppend uses it, else Append; persistent subscriptions and projections
- * over gRPC are not served yet, and the Node client then falls back to HTTP where it can).
+ * over gRPC are served for groups on streams, not on `$all`; projections are not served yet, and
+ * the Node client then falls back to HTTP where it can).
  */
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter } from '@connectrpc/connect';
@@ -20,8 +21,19 @@ import { CallGuard, type Leadership } from './call-context.js';
 import { uuidToWire } from './codec.js';
 import { ClusterInfoSchema, Gossip, MemberInfo_VNodeState } from './gen/eventdb/grpc/gossip_pb.js';
 import { ServerFeatures, SupportedMethodsSchema } from './gen/eventdb/grpc/serverfeatures_pb.js';
+import { PersistentSubscriptions } from './gen/eventdb/grpc/persistent_pb.js';
 import { Streams } from './gen/eventdb/grpc/streams_pb.js';
+import { Operations } from './gen/eventdb/grpc/operations_pb.js';
+import { Users } from './gen/eventdb/grpc/users_pb.js';
+import { Monitoring } from './gen/eventdb/grpc/monitoring_pb.js';
+import { monitoringService } from './monitoring-service.js';
+import { operationsService, type OperationsServiceDeps } from './operations-service.js';
+import type { StatsTree } from '../api/routes/stats-sampler.js';
+import { persistentService } from './persistent-service.js';
+import { usersService } from './users-service.js';
+import type { Security } from '../api/security/security.js';
 import { streamsService } from './streams-service.js';
+import type { PersistentSubscriptions as SubscriptionsCapability } from '../subscriptions/service.js';
 
 /**
  * The server version reported to clients. They gate features on it (Node: semver, Rust: three
@@ -53,11 +65,35 @@ export interface GrpcApiDeps {
   readonly insecure: boolean;
   readonly maxAppendSizeBytes?: number;
   readonly leadership?: Leadership;
+  /** The persistent-subscriptions subsystem the HTTP API uses too; without it the service is not served. */
+  readonly subscriptions?: SubscriptionsCapability;
+  /** The users the HTTP API manages (Users service); without it the service is not served. */
+  readonly users?: Security;
+  /** What the HTTP admin routes call (Operations service); without it the service is not served. */
+  readonly operations?: Pick<OperationsServiceDeps, 'scavenges' | 'mergeIndexes' | 'requestShutdown' | 'node'>;
+  /** One sample of the node's statistics (Monitoring.Stats); without it the service is not served. */
+  readonly stats?: () => Promise<StatsTree>;
   /** The cluster as clients see it (Gossip.Read). */
   gossip(): readonly GossipMember[];
 }
 
-const IMPLEMENTED: readonly { service: string; method: string; features?: readonly string[] }[] = [
+type Implemented = { service: string; method: string; features?: readonly string[] };
+
+const PERSISTENT_SERVICE = 'event_store.client.persistent_subscriptions.persistentsubscriptions';
+/** Groups on streams only: without `all` the clients refuse the `*ToAll` calls themselves. */
+const PERSISTENT_METHODS: readonly Implemented[] = [
+  'create', 'update', 'delete', 'read', 'getinfo', 'replayparked', 'list',
+].map((method): Implemented => ({ service: PERSISTENT_SERVICE, method, features: ['stream'] }))
+  .concat([{ service: PERSISTENT_SERVICE, method: 'restartsubsystem' }]);
+
+const USERS_METHODS: readonly Implemented[] = [
+  'create', 'update', 'delete', 'disable', 'enable', 'details', 'changepassword', 'resetpassword',
+].map((method) => ({ service: 'event_store.client.users.users', method }));
+const OPERATIONS_METHODS: readonly Implemented[] = [
+  'startscavenge', 'stopscavenge', 'shutdown', 'mergeindexes', 'resignnode', 'setnodepriority', 'restartpersistentsubscriptions',
+].map((method) => ({ service: 'event_store.client.operations.operations', method }));
+
+const IMPLEMENTED: readonly Implemented[] = [
   { service: 'event_store.client.streams.streams', method: 'read', features: ['position', 'events'] },
   { service: 'event_store.client.streams.streams', method: 'append' },
   { service: 'event_store.client.streams.streams', method: 'batchappend', features: ['deadline_duration'] },
@@ -80,7 +116,13 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
     router.service(ServerFeatures, {
       getSupportedMethods: () => create(SupportedMethodsSchema, {
         eventStoreServerVersion: PROTOCOL_SERVER_VERSION,
-        methods: IMPLEMENTED.map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
+        methods: [
+          ...IMPLEMENTED,
+          ...(deps.subscriptions === undefined ? [] : PERSISTENT_METHODS),
+          ...(deps.users === undefined ? [] : USERS_METHODS),
+          ...(deps.operations === undefined ? [] : OPERATIONS_METHODS),
+          ...(deps.stats === undefined ? [] : [{ service: 'event_store.client.monitoring.monitoring', method: 'stats' }]),
+        ].map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
       }),
     });
     router.service(Gossip, {
@@ -95,6 +137,17 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
       }),
     });
     router.service(Streams, streamsService({ db: deps.db, guard, log, maxAppendSizeBytes }));
+    if (deps.subscriptions !== undefined) {
+      router.service(PersistentSubscriptions, persistentService({ subscriptions: deps.subscriptions, authorizer: deps.authorizer, guard, log }));
+    }
+    if (deps.stats !== undefined) router.service(Monitoring, monitoringService({ guard, sample: deps.stats }));
+    if (deps.users !== undefined) router.service(Users, usersService({ security: deps.users, guard }));
+    if (deps.operations !== undefined) {
+      router.service(Operations, operationsService({
+        ...deps.operations, authorizer: deps.authorizer, guard, log,
+        ...(deps.subscriptions === undefined ? {} : { subscriptions: deps.subscriptions }),
+      }));
+    }
   };
   const handler = connectNodeAdapter({
     routes,
