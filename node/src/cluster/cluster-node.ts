@@ -1,7 +1,10 @@
 /**
- * A cluster member: gossip, elections, the role (VNodeState) and replication, driven together.
- * The pure parts decide (cluster-view.ts, elections.ts, commit-tracker.ts, divergence.ts); this
- * class owns the timers, the connections and the storage, and carries their decisions out.
+ * A cluster member's shell: gossip, the replication links and sessions, the storage, the timers.
+ * The pure parts decide: the node core (core/node-core.ts: role, elections, leadership, quorum,
+ * resignation, the follower link's failures), the gossip view (cluster-view.ts), the commit and
+ * quorum rules (commit-tracker.ts) and divergence (divergence.ts). This class feeds the core what
+ * happens (gossip, election messages, timers, link and storage events) and carries its commands
+ * out; the seeded simulation (test/sim) drives the same core.
  *
  * Roles:
  * - DiscoverLeader at start: gossip with the seeds (or the DNS name's addresses); a live leader in
@@ -22,10 +25,11 @@ import type { AppendResult, EventDb } from '../storage/event-db-types.js';
 import { notLeader } from '../storage/event-db.js';
 import { ClusterEventDb, writeLocally, type StorageHost, type WriteOp, type WriteRouter } from './cluster-db.js';
 import { WRITE_ROUTE_POLL_MS, WriteRouting, type WriteRoute } from './write-routing.js';
+import type { ElectionInput, ElectionMessage } from './elections/elections.js';
 import {
-  INITIAL_ELECTION_STATE, majorityOf, step as electionStep,
-  type Candidate, type ElectionContext, type ElectionEffect, type ElectionInput, type ElectionMessage, type ElectionState,
-} from './elections/elections.js';
+  FOLLOWING, LEADING, canResign, initialCoreState, isPreparing, step as coreStep,
+  type CoreCommand, type CoreConfig, type CoreFacts, type CoreInput, type CoreState,
+} from './core/node-core.js';
 import { ClusterView } from './gossip/cluster-view.js';
 import { ZERO_GUID, httpEndpointOf, isVoter, type GossipDocument, type MemberInfo, type NodeState } from './member-info.js';
 import { commitPosition, quorumPosition } from './replication/commit-tracker.js';
@@ -96,35 +100,27 @@ export interface ClusterNodeDeps {
   readonly prepareLeadership?: (local: EventDb) => Promise<void>;
 }
 
-/** States in which this node leads (accepts replicas and, as Leader, writes). */
-const LEADING: ReadonlySet<NodeState> = new Set<NodeState>(['PreLeader', 'Leader', 'ResigningLeader']);
-const FOLLOWING: ReadonlySet<NodeState> = new Set<NodeState>(['PreReplica', 'CatchingUp', 'Follower', 'PreReadOnlyReplica', 'ReadOnlyReplica']);
 /** Pause between attempts of a failed leadership preparation. */
 const PREPARE_RETRY_MS = 200;
 
 export class ClusterNode implements WriteRouter {
-  private state: NodeState;
+  /** The decisions: role, leader, elections, quorum (core/node-core.ts). */
+  private core: CoreState;
+  private readonly coreConfig: CoreConfig;
   private readonly view: ClusterView;
-  private elections: ElectionState = INITIAL_ELECTION_STATE;
   private electionsChain: Promise<void> = Promise.resolve();
   private readonly electionTimers = new Set<ClockTimer>();
-  private leaderId: string | undefined;
-  private priority: number;
-  private resigning = false;
   /** Leader: end of this term's epoch record, once durable; the commit position waits for it. */
   private epochRecord: { position: number; end: number; number: number } | undefined;
   private commit = 0;
   private gateValue = Number.NEGATIVE_INFINITY;
-  private noQuorumSinceMs: number | undefined;
   private readonly sessions: LeaderSessions;
   private replica: ReplicaSession | undefined;
-  private replicaFailures = 0;
   private reconnectTimer: ClockTimer | undefined;
   private gossipTimer: ClockTimer | undefined;
   private discoveryTimer: ClockTimer | undefined;
   private server: net.Server | undefined;
   private endpoints: AdvertisedEndpoints | undefined;
-  private stopped = false;
   private readonly log: Logger;
   private readonly clock: Clock;
   private unsubscribeDurable: (() => void) | undefined;
@@ -138,7 +134,12 @@ export class ClusterNode implements WriteRouter {
   constructor(private readonly deps: ClusterNodeDeps) {
     this.log = deps.log;
     this.clock = deps.clock ?? systemClock;
-    this.priority = deps.settings.nodePriority;
+    this.coreConfig = {
+      instanceId: deps.instanceId, clusterSize: deps.settings.clusterSize, readOnlyReplica: deps.settings.readOnlyReplica,
+      leaderElectionTimeoutMs: deps.settings.leaderElectionTimeoutMs,
+      gossipIntervalMs: deps.settings.gossipIntervalMs, gossipTimeoutMs: deps.settings.gossipTimeoutMs,
+    };
+    this.core = initialCoreState(this.coreConfig, deps.settings.nodePriority);
     this.localDb = new ClusterEventDb(deps.host, { write: (op) => writeLocally(deps.host.engine, op) });
     this.routing = new WriteRouting({
       log: deps.log, clock: this.clock, host: deps.host,
@@ -146,7 +147,6 @@ export class ClusterNode implements WriteRouter {
       route: () => this.writeRoute(), isLeader: () => this.state === 'Leader',
       isStopped: () => this.stopped, describe: () => this.state,
     });
-    this.state = deps.settings.readOnlyReplica ? 'ReadOnlyLeaderless' : 'DiscoverLeader';
     const { gossipIntervalMs, gossipTimeoutMs, deadMemberRemovalPeriodSec } = deps.settings;
     this.view = new ClusterView(this.placeholderSelf(), {
       deadAfterMs: 2 * gossipIntervalMs + gossipTimeoutMs,
@@ -189,6 +189,160 @@ export class ClusterNode implements WriteRouter {
     this.discoveryTimer = this.clock.setTimer(Math.max(this.deps.settings.leaderElectionTimeoutMs, this.deps.settings.gossipIntervalMs), () => this.discover());
   }
 
+  private get state(): NodeState {
+    return this.core.role;
+  }
+
+  private get leaderId(): string | undefined {
+    return this.core.leaderId;
+  }
+
+  private get stopped(): boolean {
+    return this.core.stopped;
+  }
+
+  // ---------------------------------------------------------------- the core
+
+  /** Steps the core with `input`, announces a changed role, and carries the commands out in order. */
+  private feed(input: CoreInput): Promise<void> {
+    const before = this.core;
+    const { state, commands } = coreStep(before, input, this.facts(), this.coreConfig);
+    this.core = state;
+    if (state.role !== before.role) this.announce(state.role, before.role);
+    return this.carryOut(commands);
+  }
+
+  /** `feed` for callers that do not wait: a failure is logged. */
+  private input(input: CoreInput): void {
+    this.feed(input).catch((err: unknown) => this.log.error({ err, input: input.kind }, 'cluster step failed'));
+  }
+
+  /** An election input, stepped once the ones before it are done (see the core's contract). */
+  private queueElection(input: ElectionInput): void {
+    this.electionsChain = this.electionsChain
+      .then(() => this.feed({ kind: 'election', input }))
+      .catch((err: unknown) => this.log.error({ err }, 'election step failed'));
+  }
+
+  /** What the core asks about: this node's gossip view, log and links, now. */
+  private facts(): CoreFacts {
+    const nowMs = this.nowMs();
+    const host = this.deps.host;
+    return {
+      nowMs,
+      liveLeader: () => {
+        // The leader of the latest epoch gossip shows, and only one whose epoch is not older than
+        // this node's own last epoch (a cut-off old leader may still say Leader; following it
+        // would cut back what this node took from a later one).
+        const ownEpoch = host.available ? (host.storage.epochs(1)[0]?.epochNumber ?? -1) : -1;
+        return this.view.snapshot(nowMs)
+          .filter((m) => m.isAlive && m.state === 'Leader' && m.instanceId !== this.deps.instanceId && m.epochNumber >= ownEpoch)
+          .sort((a, b) => b.epochNumber - a.epochNumber)[0];
+      },
+      isAlive: (instanceId) => this.view.isAlive(instanceId, nowMs),
+      link: () => ({
+        active: this.replica !== undefined, subscribed: this.replica?.isSubscribed === true,
+        silentMs: this.replica?.silentMs ?? Number.POSITIVE_INFINITY,
+      }),
+      votingReplicas: () => this.sessions.progress().filter((p) => p.votes).length,
+      candidate: () => {
+        const storage = host.storage;
+        const epoch = storage.epochs(1)[0];
+        return {
+          instanceId: this.deps.instanceId, epochNumber: epoch?.epochNumber ?? -1, epochPosition: epoch?.epochPosition ?? -1,
+          epochId: epoch?.epochId ?? ZERO_GUID, epochLeaderInstanceId: epoch?.leaderInstanceId ?? '',
+          writerCheckpoint: storage.durablePosition, chaserCheckpoint: storage.chaserPosition, proposalNumber: storage.proposalNumber,
+        };
+      },
+      aliveVoters: () => this.view.snapshot(nowMs).filter((m) => m.isAlive && isVoter(m)).map((m) => m.instanceId),
+      resigningMember: () => this.view.snapshot(nowMs).find((m) => m.state === 'ResigningLeader' && m.isAlive)?.instanceId,
+      durablePosition: () => host.storage.durablePosition,
+      storageAvailable: () => host.available,
+    };
+  }
+
+  private async carryOut(commands: readonly CoreCommand[]): Promise<void> {
+    for (const command of commands) {
+      switch (command.kind) {
+        case 'log':
+          this.log[command.level](command.fields, command.message);
+          break;
+        case 'broadcast':
+          for (const m of this.view.snapshot(this.nowMs())) {
+            if (m.instanceId !== this.deps.instanceId && isVoter(m)) this.sendElectionMessage(httpEndpointOf(m), command.message);
+          }
+          break;
+        case 'send': {
+          const to = this.view.member(command.to);
+          if (to) this.sendElectionMessage(httpEndpointOf(to), command.message);
+          break;
+        }
+        case 'schedule-election-timeout': {
+          const timer = this.clock.setTimer(command.delayMs, () => {
+            this.electionTimers.delete(timer);
+            this.queueElection({ kind: 'timeout', view: command.view });
+          });
+          this.electionTimers.add(timer);
+          break;
+        }
+        case 'persist-proposal':
+          await this.deps.host.storage.writeProposalNumber(command.proposalNumber);
+          break;
+        case 'elections':
+          this.queueElection(command.input);
+          break;
+        case 'election-ended':
+          this.replica?.acknowledge();
+          this.onReplicaProgress();
+          break;
+        case 'become-leader':
+          await this.lead(command.epochNumber);
+          break;
+        case 'stop-leading':
+          await this.stopLeading(command.reason);
+          break;
+        case 'prepare-leadership':
+          this.prepareThenLead(command.epochNumber);
+          break;
+        case 'complete-resignation':
+          void this.completeResignation();
+          break;
+        case 'follow':
+          this.clock.clearTimer(this.reconnectTimer);
+          this.closeLink();
+          this.connectToLeader();
+          break;
+        case 'connect':
+          this.connectToLeader();
+          break;
+        case 'reconnect':
+          this.reconnectTimer = this.clock.setTimer(command.delayMs, () => {
+            if (FOLLOWING.has(this.state) && this.replica === undefined) this.connectToLeader();
+          });
+          break;
+        case 'close-link':
+          this.closeLink();
+          break;
+        case 'schedule-discovery':
+          this.discoveryTimer = this.clock.setTimer(command.delayMs, () => this.discover());
+          break;
+        case 'route-changed':
+          this.routeChanged();
+          break;
+        case 'then':
+          await this.feed(command.input);
+          break;
+      }
+    }
+  }
+
+  /** Closes the link to the leader; its end is this node's doing, not a failure of the link. */
+  private closeLink(): void {
+    const replica = this.replica;
+    this.replica = undefined;
+    replica?.close();
+  }
+
   /** A gossip round now, and the next one an interval later (rounds may overlap, as with an interval timer). */
   private gossipTick(): void {
     if (this.stopped) return;
@@ -213,8 +367,7 @@ export class ClusterNode implements WriteRouter {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.setState('ShuttingDown');
+    await this.feed({ kind: 'stop' });
     this.clock.clearTimer(this.gossipTimer);
     this.clock.clearTimer(this.discoveryTimer);
     this.clock.clearTimer(this.reconnectTimer);
@@ -264,10 +417,8 @@ export class ClusterNode implements WriteRouter {
     }
   }
 
-  private setState(state: NodeState): void {
-    if (state === this.state) return;
-    const previous = this.state;
-    this.state = state;
+  /** The role changed: gossip, /info, the leader-only services and waiting writes see it. */
+  private announce(state: NodeState, previous: NodeState): void {
     this.log.info({ state, previous, leader: this.leaderId }, 'node state changed');
     this.view.updateSelf(this.selfInfo());
     this.deps.onStateChange?.(state, previous);
@@ -297,7 +448,7 @@ export class ClusterNode implements WriteRouter {
       lastCommitPosition: storage?.committedPosition ?? 0, writerCheckpoint: storage?.durablePosition ?? 0,
       chaserCheckpoint: storage?.chaserPosition ?? 0, epochPosition: epoch?.epochPosition ?? -1,
       epochNumber: epoch?.epochNumber ?? -1, epochId: epoch?.epochId ?? ZERO_GUID,
-      nodePriority: this.priority, isReadOnlyReplica: this.deps.settings.readOnlyReplica, esVersion: this.deps.version,
+      nodePriority: this.core.priority, isReadOnlyReplica: this.deps.settings.readOnlyReplica, esVersion: this.deps.version,
     };
   }
 
@@ -348,158 +499,24 @@ export class ClusterNode implements WriteRouter {
     this.evaluate();
   }
 
-  /** Reacts to what gossip now says: a leader to follow, a leader lost, a quorum lost. */
+  /** Gossip changed: the core reacts (a leader to follow, a leader lost, a quorum lost). */
   private evaluate(): void {
     if (this.stopped) return;
-    const nowMs = this.nowMs();
-    // The leader of the latest epoch gossip shows, and only one whose epoch is not older than this
-    // node's own last epoch (a cut-off old leader may still say Leader; following it would cut back
-    // what this node took from a later one).
-    const ownEpoch = this.deps.host.available ? (this.deps.host.storage.epochs(1)[0]?.epochNumber ?? -1) : -1;
-    const liveLeader = this.view.snapshot(nowMs)
-      .filter((m) => m.isAlive && m.state === 'Leader' && m.instanceId !== this.deps.instanceId && m.epochNumber >= ownEpoch)
-      .sort((a, b) => b.epochNumber - a.epochNumber)[0];
-    if ((this.state === 'DiscoverLeader' || this.state === 'Unknown' || this.state === 'ReadOnlyLeaderless') && liveLeader) {
-      // A leader others follow: join it rather than elect (a restarted node would otherwise keep
-      // starting views until it pulled the whole cluster into a needless election).
-      if (this.elections.electing) this.runElections({ kind: 'leader-found' });
-      this.follow(liveLeader.instanceId);
-      return;
-    }
-    if (LEADING.has(this.state)) {
-      this.checkQuorum(nowMs);
-      if (liveLeader && liveLeader.epochNumber > (this.epochRecord?.number ?? -1)) {
-        this.log.warn({ otherLeader: liveLeader.instanceId, epochNumber: liveLeader.epochNumber }, 'another leader of a later epoch: stepping down');
-        void this.stepDown('a leader of a later epoch exists').then(() => this.follow(liveLeader.instanceId));
-      }
-      return;
-    }
-    if (FOLLOWING.has(this.state) && this.leaderId !== undefined && !this.replica?.isSubscribed && !this.view.isAlive(this.leaderId, nowMs)) {
-      this.leaderLost('the leader is not alive in gossip');
-    }
+    this.input({ kind: 'gossip' });
   }
-
-  /** While this node takes part in an election: its log end when the election began (see electionEnded). */
-  private electionAckLimit = Number.POSITIVE_INFINITY;
 
   /** Gossip rounds completed since start (discovery waits for two before electing). */
   private gossipRounds = 0;
 
   private discover(): void {
-    if (this.stopped || this.state !== 'DiscoverLeader') return;
-    this.evaluate();
-    if (this.state !== 'DiscoverLeader') return;
-    if (this.gossipRounds < 2) {
-      this.discoveryTimer = this.clock.setTimer(this.deps.settings.gossipIntervalMs, () => this.discover());
-      return;
-    }
-    this.startElections('no leader found');
+    this.input({ kind: 'discovery-due', gossipRounds: this.gossipRounds });
   }
 
   // ---------------------------------------------------------------- elections
 
-  private startElections(reason: string): void {
-    if (this.deps.settings.readOnlyReplica || this.stopped) return;
-    if (this.state !== 'ResigningLeader' && !LEADING.has(this.state) && this.state !== 'Unknown' && this.state !== 'DiscoverLeader') this.setState('Unknown');
-    this.log.info({ reason, view: this.elections.lastAttemptedView + 1 }, 'starting an election');
-    this.runElections({ kind: 'start' });
-  }
-
   /** An election message from another node (`POST /elections`). */
   receiveElectionMessage(message: ElectionMessage): void {
-    if (this.deps.settings.readOnlyReplica || this.stopped) return;
-    const fromOwnReplica = LEADING.has(this.state) && this.sessions.hasReplica(message.from);
-    if (!this.elections.electing && message.from !== this.leaderId && !fromOwnReplica && this.hasHealthyLeader()) {
-      // Like EventStoreDB's refusal of proposals against a live leader: a node that lags or was cut
-      // off cannot pull a working cluster into elections (and, while they ran, hold its commits back).
-      // A leader does join an election one of its own replicas started: that replica acknowledges
-      // no further until an election ends, and the leader, the best candidate, is simply re-elected.
-      this.log.debug({ from: message.from, type: message.type, view: message.view }, 'election message ignored: the leader is alive');
-      return;
-    }
-    this.runElections({ kind: 'message', message });
-  }
-
-  /** This node leads with a quorum, or follows a leader it heard from within the dead-member time. */
-  private hasHealthyLeader(): boolean {
-    if (this.state === 'Leader' || this.state === 'PreLeader') return this.noQuorumSinceMs === undefined;
-    const replica = this.replica;
-    if (!FOLLOWING.has(this.state) || replica === undefined || !replica.isSubscribed) return false;
-    const { gossipIntervalMs, gossipTimeoutMs } = this.deps.settings;
-    return replica.silentMs <= 2 * gossipIntervalMs + gossipTimeoutMs;
-  }
-
-  private electionContext(): ElectionContext {
-    const storage = this.deps.host.storage;
-    const epoch = storage.epochs(1)[0];
-    const nowMs = this.nowMs();
-    const self: Candidate = {
-      instanceId: this.deps.instanceId, epochNumber: epoch?.epochNumber ?? -1, epochPosition: epoch?.epochPosition ?? -1,
-      epochId: epoch?.epochId ?? ZERO_GUID, epochLeaderInstanceId: epoch?.leaderInstanceId ?? '',
-      writerCheckpoint: storage.durablePosition, chaserCheckpoint: storage.chaserPosition, nodePriority: this.priority,
-      proposalNumber: storage.proposalNumber, resigning: this.resigning,
-    };
-    const members = this.view.snapshot(nowMs);
-    const voters = members.filter((m) => m.isAlive && isVoter(m)).map((m) => m.instanceId);
-    const resigning = this.resigning ? this.deps.instanceId : members.find((m) => m.state === 'ResigningLeader' && m.isAlive)?.instanceId;
-    return {
-      self, voters, clusterSize: this.deps.settings.clusterSize, electionTimeoutMs: this.deps.settings.leaderElectionTimeoutMs,
-      ...(resigning === undefined ? {} : { resigningLeaderId: resigning }),
-    };
-  }
-
-  private runElections(input: ElectionInput): void {
-    this.electionsChain = this.electionsChain.then(async () => {
-      if (this.stopped || !this.deps.host.available) return;
-      const { state, effects } = electionStep(this.elections, input, this.electionContext());
-      const wasElecting = this.elections.electing;
-      if (!wasElecting && state.electing) this.electionAckLimit = this.deps.host.storage.durablePosition;
-      this.elections = state;
-      for (const effect of effects) await this.carryOut(effect);
-      if (wasElecting && !this.elections.electing) this.electionEnded();
-    }).catch((err: unknown) => this.log.error({ err }, 'election step failed'));
-  }
-
-  private async carryOut(effect: ElectionEffect): Promise<void> {
-    switch (effect.kind) {
-      case 'broadcast':
-        for (const m of this.view.snapshot(this.nowMs())) {
-          if (m.instanceId !== this.deps.instanceId && isVoter(m)) this.sendElectionMessage(httpEndpointOf(m), effect.message);
-        }
-        return;
-      case 'send': {
-        const to = this.view.member(effect.to);
-        if (to) this.sendElectionMessage(httpEndpointOf(to), effect.message);
-        return;
-      }
-      case 'schedule-timeout': {
-        const timer = this.clock.setTimer(effect.delayMs, () => {
-          this.electionTimers.delete(timer);
-          this.runElections({ kind: 'timeout', view: effect.view });
-        });
-        this.electionTimers.add(timer);
-        return;
-      }
-      case 'persist-proposal':
-        await this.deps.host.storage.writeProposalNumber(effect.proposalNumber);
-        return;
-      case 'elected':
-        this.log.info({ view: effect.view, leader: effect.leader.instanceId, epochNumber: effect.proposalNumber }, 'election done');
-        await this.onElected(effect.leader.instanceId, effect.proposalNumber);
-        return;
-    }
-  }
-
-  /**
-   * While a node takes part in an election it acknowledges its leader's data no further than its
-   * log end when the election began (replica), and does not move the commit position (leader): what it told the voters of its log must stay an upper
-   * bound of what it helped commit, or the elected node could lack an acknowledged write (found by
-   * the seeded simulation, test/sim). When the election ends, both resume.
-   */
-  private electionEnded(): void {
-    this.electionAckLimit = Number.POSITIVE_INFINITY;
-    this.replica?.acknowledge();
-    this.onReplicaProgress();
+    this.input({ kind: 'election-message', message, fromOwnReplica: this.sessions.hasReplica(message.from) });
   }
 
   private sendElectionMessage(endpoint: string, message: ElectionMessage): void {
@@ -508,40 +525,26 @@ export class ClusterNode implements WriteRouter {
     });
   }
 
-  private async onElected(leaderId: string, epochNumber: number): Promise<void> {
-    if (leaderId === this.deps.instanceId) {
-      if (this.state === 'Leader' || this.state === 'PreLeader') return; // re-elected: the term goes on
-      await this.lead(epochNumber);
-      return;
-    }
-    if (LEADING.has(this.state)) await this.stepDown('another node was elected');
-    if (this.leaderId === leaderId && this.replica !== undefined) return; // following it already
-    this.follow(leaderId);
-  }
-
   // ---------------------------------------------------------------- leading
 
+  /** The core chose this node (now PreLeader): write the term's epoch record. */
   private async lead(epochNumber: number): Promise<void> {
-    this.replica?.close();
-    this.replica = undefined;
-    this.leaderId = this.deps.instanceId;
-    this.resigning = false;
+    this.closeLink();
     this.epochRecord = undefined;
     this.gateValue = Number.NEGATIVE_INFINITY;
-    this.setState('PreLeader');
     const storage = this.deps.host.storage;
     this.commit = storage.committedPosition;
     storage.setCommitGate(() => this.gateValue);
     const epoch = await storage.becomeLeader(epochNumber, this.deps.instanceId);
     this.epochRecord = { position: epoch.epochPosition, end: storage.durablePosition, number: epochNumber };
     this.log.info({ epochNumber, epochPosition: epoch.epochPosition }, 'epoch record written');
-    this.noQuorumSinceMs = undefined;
+    await this.feed({ kind: 'epoch-written', epochNumber });
     this.onReplicaProgress();
   }
 
   /** Replicas acknowledged (or this log grew): move the commit position and apply. */
   private onReplicaProgress(): void {
-    if (!LEADING.has(this.state) || this.epochRecord === undefined || this.elections.electing) return;
+    if (!LEADING.has(this.state) || this.epochRecord === undefined || this.core.elections.electing) return;
     const storage = this.deps.host.storage;
     const quorum = quorumPosition(storage.durablePosition, this.sessions.progress(), this.deps.settings.clusterSize);
     const before = this.commit;
@@ -555,7 +558,7 @@ export class ClusterNode implements WriteRouter {
         }
         this.gateValue = this.commit;
         storage.commitGateMoved();
-        if (first && this.state === 'PreLeader') this.prepareThenLead(this.epochRecord);
+        if (first) this.input({ kind: 'epoch-committed', epochNumber: this.epochRecord.number });
       }
       this.sessions.wake();
     }
@@ -568,48 +571,31 @@ export class ClusterNode implements WriteRouter {
    * A preparation that fails is tried again while this node is still PreLeader of the same term
    * (its writes are idempotent); a node that stepped down meanwhile drops it.
    */
-  private prepareThenLead(epoch: { readonly number: number }): void {
-    if (this.preparingEpoch === epoch.number) return;
-    this.preparingEpoch = epoch.number;
-    const sameTerm = (): boolean => !this.stopped && this.state === 'PreLeader' && this.epochRecord === epoch;
+  private prepareThenLead(epochNumber: number): void {
+    if (this.preparingEpoch === epochNumber) return;
+    this.preparingEpoch = epochNumber;
+    const sameTerm = (): boolean => isPreparing(this.core, epochNumber);
     void (async () => {
       for (let attempt = 1; sameTerm(); attempt++) {
         try {
           await this.deps.prepareLeadership?.(this.localDb);
-          if (sameTerm()) this.setState('Leader');
+          if (sameTerm()) await this.feed({ kind: 'leadership-prepared', epochNumber });
           return;
         } catch (err: unknown) {
           if (!sameTerm()) return;
-          this.log.warn({ err, attempt, epochNumber: epoch.number }, 'leadership preparation failed: trying again');
+          this.log.warn({ err, attempt, epochNumber }, 'leadership preparation failed: trying again');
           await this.sleep(PREPARE_RETRY_MS);
         }
       }
     })().finally(() => {
-      if (this.preparingEpoch === epoch.number) this.preparingEpoch = undefined;
+      if (this.preparingEpoch === epochNumber) this.preparingEpoch = undefined;
     });
   }
 
-  private checkQuorum(nowMs: number): void {
-    const voting = 1 + this.sessions.progress().filter((p) => p.votes).length;
-    if (voting >= majorityOf(this.deps.settings.clusterSize)) {
-      this.noQuorumSinceMs = undefined;
-      return;
-    }
-    this.noQuorumSinceMs ??= nowMs;
-    const limitMs = Math.max(3000, 3 * this.deps.settings.leaderElectionTimeoutMs);
-    if (nowMs - this.noQuorumSinceMs < limitMs) return;
-    this.log.warn({ votingMembers: voting, clusterSize: this.deps.settings.clusterSize }, 'the leader sees no quorum: stepping down');
-    void this.stepDown('no quorum').then(() => this.startElections('the leader lost its quorum'));
-  }
-
-  private async stepDown(reason: string): Promise<void> {
-    if (!LEADING.has(this.state)) return;
-    this.log.info({ reason }, 'stepping down');
-    this.setState('Unknown');
-    this.leaderId = undefined;
+  /** The core stepped down (now Unknown): writes waiting here fail, replicas' sessions close. */
+  private async stopLeading(reason: string): Promise<void> {
     this.epochRecord = undefined;
     this.gateValue = Number.NEGATIVE_INFINITY;
-    this.noQuorumSinceMs = undefined;
     const storage = this.deps.host.storage;
     await storage.stopLeading(notLeader(`this node stopped leading: ${reason}`));
     storage.setCommitGate(() => Number.NEGATIVE_INFINITY);
@@ -618,10 +604,8 @@ export class ClusterNode implements WriteRouter {
 
   /** `POST /admin/node/resign`: the leader steps down in favour of another node. */
   resign(): { accepted: boolean; message: string } {
-    if (this.state !== 'Leader') return { accepted: false, message: `only the leader resigns; this node is ${this.state}` };
-    this.resigning = true;
-    this.setState('ResigningLeader');
-    void this.completeResignation();
+    if (!canResign(this.core)) return { accepted: false, message: `only the leader resigns; this node is ${this.state}` };
+    this.input({ kind: 'resign' });
     return { accepted: true, message: 'resigning' };
   }
 
@@ -672,26 +656,16 @@ export class ClusterNode implements WriteRouter {
       this.log.warn({ waitMs, durablePosition: storage.durablePosition, replicas: this.sessions.progress() },
         'resigning: no voting replica caught up in time; this node may be elected again');
     }
-    this.startElections('the leader resigned');
+    await this.feed({ kind: 'resignation-ready' });
   }
 
   setPriority(priority: number): void {
-    this.priority = priority;
+    this.input({ kind: 'set-priority', priority });
     this.view.updateSelf(this.selfInfo());
     this.log.info({ nodePriority: priority }, 'node priority changed');
   }
 
   // ---------------------------------------------------------------- following
-
-  private follow(leaderId: string): void {
-    this.clock.clearTimer(this.reconnectTimer);
-    this.replica?.close();
-    this.replica = undefined;
-    this.leaderId = leaderId;
-    this.resigning = false;
-    this.setState(this.deps.settings.readOnlyReplica ? 'PreReadOnlyReplica' : 'PreReplica');
-    this.connectToLeader();
-  }
 
   private connectToLeader(): void {
     const leader = this.leaderId === undefined ? undefined : this.view.member(this.leaderId);
@@ -712,17 +686,14 @@ export class ClusterNode implements WriteRouter {
       heartbeatMs: Math.max(100, Math.min(1000, Math.floor(this.deps.settings.gossipIntervalMs / 2))),
       connectTimeoutMs: Math.max(1000, this.deps.settings.gossipTimeoutMs),
       onSubscribed: () => {
-        this.replicaFailures = 0;
-        this.routeChanged();
-        if (this.state === 'PreReplica') this.setState('CatchingUp');
+        if (this.replica === session) this.input({ kind: 'link-subscribed' });
       },
       onProgress: (local, leaderDurable) => {
-        if (local < leaderDurable) return;
-        if (this.state === 'CatchingUp') this.setState('Follower');
-        if (this.state === 'PreReadOnlyReplica') this.setState('ReadOnlyReplica');
+        if (local < leaderDurable || this.replica !== session) return;
+        if (this.state === 'CatchingUp' || this.state === 'PreReadOnlyReplica') this.input({ kind: 'link-caught-up' });
       },
       onEnd: (end) => void this.onReplicaEnd(session, end),
-      acknowledgeLimit: () => this.electionAckLimit,
+      acknowledgeLimit: () => this.core.ackLimit,
     });
     this.replica = session;
   }
@@ -736,42 +707,7 @@ export class ClusterNode implements WriteRouter {
       return;
     }
     this.log.info({ leader: this.leaderId, end }, 'replication from the leader ended');
-    if (end.kind === 'reset') {
-      // Planned (connection-reset interval): not a failure; reconnect with the certificates in force.
-      if (FOLLOWING.has(this.state)) this.connectToLeader();
-      return;
-    }
-    if (end.kind === 'refused') {
-      this.leaderLost(`the leader refused: ${end.reason}`);
-      return;
-    }
-    this.replicaFailures += 1;
-    if (this.replicaFailures >= 3 && this.leaderId !== undefined && !this.view.isAlive(this.leaderId, this.nowMs())) {
-      this.leaderLost('the leader is unreachable');
-      return;
-    }
-    if (this.replicaFailures >= 3) {
-      // Reachable in gossip but not for replication, or gone: let an election decide.
-      this.leaderLost('replication from the leader keeps failing');
-      return;
-    }
-    this.reconnectTimer = this.clock.setTimer(200 * this.replicaFailures, () => {
-      if (FOLLOWING.has(this.state) && this.replica === undefined) this.connectToLeader();
-    });
-  }
-
-  private leaderLost(reason: string): void {
-    this.log.warn({ leader: this.leaderId, reason }, 'leader lost');
-    this.replica?.close();
-    this.replica = undefined;
-    this.leaderId = undefined;
-    this.replicaFailures = 0;
-    if (this.deps.settings.readOnlyReplica) {
-      this.setState('ReadOnlyLeaderless');
-      return;
-    }
-    this.setState('Unknown');
-    this.startElections(reason);
+    await this.feed({ kind: 'link-ended', end: end.kind, reason: end.reason });
   }
 
   // ---------------------------------------------------------------- writes
