@@ -15,26 +15,53 @@ function immutableExceptTtl(): string {
   ).join(' && ');
 }
 
+/** How a backup is taken: the part of a Backup's spec a BackupSchedule's backupTemplate gives. */
+const backupMethodFields = {
+  method: z
+    .enum(['VolumeSnapshot', 'FileCopy'])
+    .default('VolumeSnapshot')
+    .describe('VolumeSnapshot: CSI snapshots of the node\'s volumes (index, then data); FileCopy: the spec\'s file-copy procedure into a PVC.'),
+  node: z
+    .string()
+    .min(1)
+    .max(253)
+    .default('PreferFollower')
+    .describe('PreferFollower (the most caught-up follower), Leader, or a pod name.'),
+  volumeSnapshotClassName: z
+    .string()
+    .max(253)
+    .optional()
+    .describe('VolumeSnapshotClass of the snapshots (method VolumeSnapshot); absent: the cluster\'s default class.'),
+  fileCopy: z
+    .object({
+      claimName: z.string().min(1).max(253).describe('PVC that receives the copy.'),
+      differential: z
+        .boolean()
+        .optional()
+        .describe('Copy only what changed since the last backup in that claim (default false).'),
+    })
+    .optional()
+    .describe('Method FileCopy: where the files are copied to.'),
+};
+
+const FILE_COPY_NEEDS_CLAIM = {
+  rule: "self.method != 'FileCopy' || has(self.fileCopy)",
+  message: 'method FileCopy needs spec.fileCopy.claimName',
+  fieldPath: '.fileCopy',
+  reason: 'FieldValueRequired',
+} as const;
+
+/** BackupSchedule.spec.backupTemplate: every Backup the schedule creates takes these. */
+export const BackupTemplate = z
+  .object(backupMethodFields)
+  .meta(celRules({ ...FILE_COPY_NEEDS_CLAIM, message: 'method FileCopy needs backupTemplate.fileCopy.claimName' }))
+  .describe('The spec of every Backup the schedule creates (its cluster and ttl come from the schedule).');
+export type BackupTemplate = z.infer<typeof BackupTemplate>;
+
 export const BackupSpec = z
   .object({
     cluster: ClusterReference,
-    method: z.enum(['VolumeSnapshot', 'FileCopy']).default('VolumeSnapshot'),
-    node: z
-      .string()
-      .min(1)
-      .max(253)
-      .default('PreferFollower')
-      .describe('PreferFollower (the most caught-up follower), Leader, or a pod name.'),
-    volumeSnapshotClassName: z.string().max(253).optional(),
-    fileCopy: z
-      .object({
-        claimName: z.string().min(1).max(253).describe('PVC that receives the copy.'),
-        differential: z
-          .boolean()
-          .optional()
-          .describe('Copy only what changed since the last backup in that claim (default false).'),
-      })
-      .optional(),
+    ...backupMethodFields,
     ttl: Duration.optional().describe(
       'Delete the backup this long after it completed; the last successful backup of a cluster is kept.',
     ),
@@ -45,14 +72,10 @@ export const BackupSpec = z
         rule: immutableExceptTtl(),
         message: 'a Backup is immutable except spec.ttl',
       },
-      {
-        rule: "self.method != 'FileCopy' || has(self.fileCopy)",
-        message: 'method FileCopy needs spec.fileCopy.claimName',
-        fieldPath: '.fileCopy',
-        reason: 'FieldValueRequired',
-      },
+      FILE_COPY_NEEDS_CLAIM,
     ),
-  );
+  )
+  .describe('What to back up and how; immutable except ttl.');
 export type BackupSpec = z.infer<typeof BackupSpec>;
 
 export const BackupStatus = z.object({

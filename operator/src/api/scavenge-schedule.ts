@@ -19,7 +19,9 @@ import { API_VERSION, KIND_SCAVENGE_SCHEDULE } from './group.js';
 
 export const ScavengeScheduleSpec = z
   .object({
-    cluster: ClusterReference,
+    cluster: ClusterReference.meta(
+      celRules({ rule: 'self == oldSelf', message: 'spec.cluster of a ScavengeSchedule is immutable: create another schedule' }),
+    ).describe('The EventDBCluster (same namespace) to scavenge; immutable.'),
     schedule: CronSchedule,
     timeZone: TimeZone.default('UTC'),
     suspend: z
