@@ -60,7 +60,7 @@ export type BackupTemplate = z.infer<typeof BackupTemplate>;
 
 export const BackupSpec = z
   .object({
-    cluster: ClusterReference,
+    cluster: ClusterReference.describe('The EventDBCluster (same namespace) to back up.'),
     ...backupMethodFields,
     ttl: Duration.optional().describe(
       'Delete the backup this long after it completed; the last successful backup of a cluster is kept.',
@@ -79,10 +79,10 @@ export const BackupSpec = z
 export type BackupSpec = z.infer<typeof BackupSpec>;
 
 export const BackupStatus = z.object({
-  observedGeneration: z.number().int().optional(),
-  phase: z.enum(['Pending', 'Running', 'Completed', 'Failed']).optional(),
-  sourcePod: z.string().optional(),
-  sourceRole: z.string().optional(),
+  observedGeneration: z.number().int().optional().describe('The generation of the spec this status describes.'),
+  phase: z.enum(['Pending', 'Running', 'Completed', 'Failed']).optional().describe('Pending, Running, Completed or Failed.'),
+  sourcePod: z.string().optional().describe('Pod of the node backed up.'),
+  sourceRole: z.string().optional().describe('Its role when the backup started: Leader or Follower.'),
   startedAt: Timestamp.optional(),
   completedAt: Timestamp.optional(),
   writerCheckpoint: z
@@ -91,18 +91,25 @@ export const BackupStatus = z.object({
     .optional()
     .describe('Every event acknowledged at or below this log position is in the backup.'),
   snapshots: z
-    .array(z.object({ volume: z.string(), name: z.string(), readyToUse: z.boolean().optional() }))
+    .array(
+      z.object({
+        volume: z.string().describe('Volume of the node: index or data.'),
+        name: z.string().describe('Name of the VolumeSnapshot.'),
+        readyToUse: z.boolean().optional().describe('The snapshot can be restored from.'),
+      }),
+    )
     .max(8)
-    .optional(),
+    .optional()
+    .describe('VolumeSnapshot: the snapshots, index before data.'),
   path: z.string().optional().describe('FileCopy: folder inside the claim.'),
   differentialFrom: z
     .string()
     .optional()
     .describe('FileCopy differential: the earlier Backup whose folder this one was taken against (absent: full).'),
   sourceNode: z.string().optional().describe('Kubernetes node of the source pod (FileCopy runs there).'),
-  message: z.string().optional(),
+  message: z.string().optional().describe('What the backup is doing, or why it failed.'),
   conditions: Conditions.optional(),
-});
+}).describe('What the operator observed and does.');
 
 export const Backup = z.object({
   apiVersion: z.literal(API_VERSION),
