@@ -26,14 +26,36 @@ import { Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint } 
 import { NodeConfiguration } from './node-configuration.js';
 import { API_VERSION, KIND_CLUSTER } from './group.js';
 
-export const VolumeSpec = z.object({
-  size: Quantity.describe('Requested size of the PVC, e.g. 10Gi.'),
-  storageClassName: z
-    .string()
-    .max(253)
-    .optional()
-    .describe('StorageClass of the PVC; absent: the cluster\'s default StorageClass.'),
-});
+export const VolumeSpec = z
+  .object({
+    size: Quantity.describe(
+      'Requested size of the PVCs, e.g. 10Gi. May grow (the operator expands the PVCs where their StorageClass allows it), never shrink.',
+    ).meta(
+      celRules({
+        rule: "quantity(string(self)).isGreaterThan(quantity('0'))",
+        message: 'storage size must be a positive quantity such as 10Gi',
+      }),
+    ),
+    storageClassName: z
+      .string()
+      .max(253)
+      .optional()
+      .describe('StorageClass of the PVCs; absent: the cluster\'s default StorageClass. Immutable.'),
+  })
+  .meta(
+    celRules(
+      {
+        rule: 'quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0',
+        message: 'storage size cannot shrink: a PVC only grows (restore a Backup into a new, smaller cluster instead)',
+        fieldPath: '.size',
+      },
+      {
+        rule: 'has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)',
+        message: 'storageClassName cannot change: existing PVCs keep their class (restore a Backup into a new cluster with the wanted class instead)',
+        fieldPath: '.storageClassName',
+      },
+    ),
+  );
 
 export const StorageSpec = z
   .object({

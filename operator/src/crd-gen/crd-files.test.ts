@@ -107,6 +107,10 @@ describe('generated CRDs', () => {
     expect(all).toContain('sourceBackup is immutable');
     expect(all).toContain('tls.mode cannot switch between Disabled and SelfSigned or Secret while replicas is 3 or 5');
     expect(all).toContain('a Backup is immutable except spec.ttl');
+    // storage: -1Gi and 0 refused, a size only grows, the class never changes
+    expect(all).toContain("quantity(string(self)).isGreaterThan(quantity('0'))");
+    expect(all).toContain('quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0');
+    expect(all).toContain('storageClassName cannot change');
   });
 
   it('type spec.configuration with the node options (PascalCase), without their defaults', () => {
