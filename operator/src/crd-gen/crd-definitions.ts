@@ -152,7 +152,8 @@ function objectSchema(definition: KindDefinition): JsonSchema {
     properties: {
       apiVersion: { type: 'string', description: 'APIVersion of this object: eventdb.io/v1alpha1.' },
       kind: { type: 'string', description: `Kind of this object: ${definition.kind}.` },
-      metadata: { type: 'object', description: 'Standard object metadata (name, namespace, labels, annotations).' },
+      // the apiserver allows nothing but type here (it describes metadata itself)
+      metadata: { type: 'object' },
       spec: toStructuralSchema(definition.spec),
       status: toStructuralSchema(definition.status),
     },
