@@ -12,6 +12,7 @@ import { OperatorConfigError, loadOperatorConfig, type OperatorConfig } from './
 import { ChildApplier } from './controllers/eventdbcluster/children.js';
 import { reconcileCluster, type ClusterControllerDeps } from './controllers/eventdbcluster/reconcile-cluster.js';
 import { reconcileBackup, type BackupControllerDeps } from './controllers/backup/reconcile-backup.js';
+import { reconcileBackupSchedule, type BackupScheduleControllerDeps } from './controllers/backupschedule/reconcile-backup-schedule.js';
 import { reconcileScavengeSchedule, type ScavengeScheduleControllerDeps } from './controllers/scavengeschedule/reconcile-scavenge-schedule.js';
 import { podIpAccess, type NodeAccess } from './node-client/node-access.js';
 import { nodeSupportsClustering } from './resources/node-settings.js';
@@ -28,7 +29,8 @@ import { OperatorMetrics } from './runtime/metrics.js';
 import { PortForwardAccess } from './runtime/port-forward-access.js';
 import { ProbeServer } from './runtime/probe-server.js';
 import type { KubeApi, KubeObject, ResourceType } from './runtime/kube-api.js';
-import { BACKUPS, EVENTDB_CLUSTERS, PODS, SCAVENGE_SCHEDULES, SECRETS } from './runtime/resource-types.js';
+import { BACKUP_SCHEDULES, BACKUPS, EVENTDB_CLUSTERS, PODS, SCAVENGE_SCHEDULES, SECRETS } from './runtime/resource-types.js';
+import { LABEL_BACKUP_SCHEDULE } from './api/group.js';
 import { clustersUsingSecret, secretMetadataOnly } from './controllers/eventdbcluster/secret-watch.js';
 
 const EXIT_OK = 0;
@@ -106,9 +108,10 @@ async function main(): Promise<void> {
   const pods = informersFor(PODS, config, { api, log, metrics, labelSelector: 'app.kubernetes.io/managed-by=eventdb-operator' });
   const backups = informersFor(BACKUPS, config, { api, log, metrics });
   const schedules = informersFor(SCAVENGE_SCHEDULES, config, { api, log, metrics });
+  const backupSchedules = informersFor(BACKUP_SCHEDULES, config, { api, log, metrics });
   // Certificate and CA Secrets: a change reconciles the clusters using them at once (rotation).
   const secrets = config.WATCH_SECRETS ? informersFor(SECRETS, config, { api, log, metrics, transform: secretMetadataOnly }) : undefined;
-  const informers = [clusters, pods, backups, schedules, ...(secrets === undefined ? [] : [secrets])];
+  const informers = [clusters, pods, backups, schedules, backupSchedules, ...(secrets === undefined ? [] : [secrets])];
   const deps: ClusterControllerDeps = {
     api,
     clusters,
@@ -174,6 +177,29 @@ async function main(): Promise<void> {
     writtenStatus: new Map(),
     metrics,
   };
+  const backupScheduleController = new Controller({
+    name: 'backupschedule',
+    reconcile: (context) => reconcileBackupSchedule(backupScheduleDeps, context),
+    clock: systemClock,
+    log: log.child({ component: 'controller' }),
+    metrics,
+    workers: config.WORKERS,
+  });
+  const backupScheduleDeps: BackupScheduleControllerDeps = {
+    api,
+    schedules: backupSchedules,
+    backups,
+    clusters,
+    events: deps.events,
+    clock: systemClock,
+    writtenStatus: new Map(),
+  };
+  backupSchedules.on((_event, object) => backupScheduleController.enqueue(`${object.metadata.namespace}/${object.metadata.name}`));
+  const enqueueBackupSchedulesOf = (namespace: string | undefined, cluster: string): void => {
+    for (const schedule of backupSchedules.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
+      backupScheduleController.enqueue(`${namespace}/${schedule.metadata.name}`);
+    }
+  };
   const enqueueSchedulesOf = (namespace: string | undefined, cluster: string): void => {
     for (const schedule of schedules.list((object) => object.metadata.namespace === namespace && (object['spec'] as { cluster?: { name?: string } } | undefined)?.cluster?.name === cluster)) {
       scheduleController.enqueue(`${namespace}/${schedule.metadata.name}`);
@@ -188,15 +214,20 @@ async function main(): Promise<void> {
   };
   backups.on((_event, object) => {
     backupController.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+    // A schedule's Backup changed phase (or went): its status, the next due one, pruning.
+    const schedule = object.metadata.labels?.[LABEL_BACKUP_SCHEDULE];
+    if (schedule !== undefined) backupScheduleController.enqueue(`${object.metadata.namespace}/${schedule}`);
     // A cluster bootstrapping from this Backup waits for it to complete.
     for (const cluster of clusters.list((c) => c.metadata.namespace === object.metadata.namespace && (c['spec'] as { sourceBackup?: { name?: string } } | undefined)?.sourceBackup?.name === object.metadata.name)) {
       controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
     }
   });
-  clusters.on((_event, object) => {
+  clusters.on((event, object) => {
     controller.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
     enqueueBackupsOf(object.metadata.namespace, object.metadata.name ?? '');
     enqueueSchedulesOf(object.metadata.namespace, object.metadata.name ?? '');
+    // a schedule waiting for its cluster to exist (the schedules' own resync covers the rest)
+    if (event !== 'resync') enqueueBackupSchedulesOf(object.metadata.namespace, object.metadata.name ?? '');
   });
   secrets?.on((event, object) => {
     // Clusters are resynced on their own: only real changes of a Secret matter here.
@@ -238,16 +269,18 @@ async function main(): Promise<void> {
     controller.start();
     backupController.start();
     scheduleController.start();
+    backupScheduleController.start();
     for (const cluster of clusters.list()) controller.enqueue(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
     for (const backup of backups.list()) backupController.enqueue(`${backup.metadata.namespace}/${backup.metadata.name}`);
     for (const schedule of schedules.list()) scheduleController.enqueue(`${schedule.metadata.namespace}/${schedule.metadata.name}`);
+    for (const schedule of backupSchedules.list()) backupScheduleController.enqueue(`${schedule.metadata.namespace}/${schedule.metadata.name}`);
     log.info('controllers running');
   };
   const shutdown = async (code: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     log.info({ exitCode: code }, 'operator stopping');
-    await Promise.all([controller.stop(), backupController.stop(), scheduleController.stop()]);
+    await Promise.all([controller.stop(), backupController.stop(), scheduleController.stop(), backupScheduleController.stop()]);
     await election?.stop();
     await Promise.all(informers.map((informer) => informer.stop()));
     await access.close();

@@ -1,13 +1,16 @@
-// The Argo CD health checks of the chart's README, run by a real Lua interpreter (lua5.4, as
-// Argo CD's gopher-lua runs them) against status objects the operator writes.
+// The Argo CD health checks the chart ships (charts/eventdb-operator/files/argocd/<Kind>.lua, rendered
+// into the argocd-cm snippet by templates/argocd-health.yaml), run by a real Lua interpreter
+// (lua5.4; Argo CD runs them in gopher-lua) against status objects the operator writes.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const README = fileURLToPath(new URL('../../charts/eventdb-operator/README.md', import.meta.url));
+const CHECKS = fileURLToPath(new URL('../../charts/eventdb-operator/files/argocd/', import.meta.url));
+const TEMPLATE = fileURLToPath(new URL('../../charts/eventdb-operator/templates/argocd-health.yaml', import.meta.url));
+const KINDS = ['EventDBCluster', 'Backup', 'BackupSchedule', 'ScavengeSchedule'];
 const LUA = 'lua5.4';
 const haveLua = spawnSync(LUA, ['-v'], { stdio: 'ignore' }).status === 0;
 if (!haveLua) process.stdout.write(`[argocd-health] SKIPPED: ${LUA} is not installed (apt-get install lua5.4)\n`);
@@ -20,15 +23,7 @@ afterAll(() => {
 });
 
 function healthScript(kind: string): string {
-  const readme = readFileSync(README, 'utf8');
-  const start = readme.indexOf(`resource.customizations.health.eventdb.io_${kind}: |`);
-  if (start < 0) throw new Error(`no health check for ${kind} in the chart's README`);
-  const body: string[] = [];
-  for (const line of readme.slice(start).split('\n').slice(1)) {
-    if (!line.startsWith('  ')) break;
-    body.push(line.slice(2));
-  }
-  return body.join('\n');
+  return readFileSync(path.join(CHECKS, `${kind}.lua`), 'utf8');
 }
 
 function luaValue(value: unknown): string {
@@ -61,11 +56,56 @@ describe.skipIf(!haveLua)('Argo CD health checks', () => {
     expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: { paused: true }, status: { conditions: [ready] } })).toBe('Suspended');
   });
 
-  it('Backup and ScavengeSchedule', () => {
+  it('EventDBCluster: Stalled=True is Degraded', () => {
+    const stalled = { type: 'Stalled', status: 'True', reason: 'SecretMissing', message: 'Secret orders-tls missing' };
+    const notReady = { ...ready, status: 'False', reason: 'Creating', message: '' };
+    expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: {}, status: { phase: 'Creating', conditions: [notReady, stalled] } })).toBe('Degraded');
+  });
+
+  const condition = (type: string, status: string, reason: string): Record<string, unknown> => ({ type, status, reason, message: `${type} ${reason}`, observedGeneration: 1 });
+  const kstatus = (readyStatus: string, readyReason: string, extra: Record<string, unknown>[] = []): Record<string, unknown>[] => [
+    condition('Ready', readyStatus, readyReason),
+    ...(extra.some((c) => c['type'] === 'Stalled') ? [] : [condition('Stalled', 'False', 'NotStalled')]),
+    ...(extra.some((c) => c['type'] === 'Reconciling') ? [] : [condition('Reconciling', 'False', 'Reconciled')]),
+    ...extra,
+  ];
+
+  it('Backup: Completed Healthy, Failed or Stalled Degraded, Pending and Running Progressing', () => {
     expect(health('Backup', { metadata: {}, spec: {}, status: { phase: 'Completed' } })).toBe('Healthy');
     expect(health('Backup', { metadata: {}, spec: {}, status: { phase: 'Failed' } })).toBe('Degraded');
     expect(health('Backup', { metadata: {}, spec: {} })).toBe('Progressing');
+    expect(health('Backup', { metadata: { generation: 1 }, spec: {}, status: { phase: 'Running', conditions: kstatus('False', 'Copying', [condition('Reconciling', 'True', 'Copying')]) } })).toBe('Progressing');
+    expect(health('Backup', { metadata: { generation: 1 }, spec: {}, status: { phase: 'Failed', conditions: kstatus('False', 'FileCopyFailed', [condition('Stalled', 'True', 'FileCopyFailed')]) } })).toBe('Degraded');
+    expect(health('Backup', { metadata: { generation: 1 }, spec: {}, status: { phase: 'Completed', conditions: kstatus('True', 'Completed') } })).toBe('Healthy');
+  });
+
+  it('ScavengeSchedule: Suspended, Healthy while waiting or running, Degraded when Stalled or a cycle failed, Progressing while its cluster is missing', () => {
     expect(health('ScavengeSchedule', { metadata: {}, spec: { suspend: true } })).toBe('Suspended');
     expect(health('ScavengeSchedule', { metadata: {}, spec: {}, status: { state: 'Waiting' } })).toBe('Healthy');
+    expect(health('ScavengeSchedule', { metadata: {}, spec: {} })).toBe('Progressing');
+    expect(health('ScavengeSchedule', { metadata: {}, spec: {}, status: { state: 'InProgress', conditions: kstatus('True', 'Scheduled') } })).toBe('Healthy');
+    expect(health('ScavengeSchedule', { metadata: {}, spec: {}, status: { state: 'Waiting', conditions: kstatus('False', 'CycleFailed') } })).toBe('Degraded');
+    expect(health('ScavengeSchedule', { metadata: {}, spec: {}, status: { state: 'NotConfigured', conditions: kstatus('False', 'InvalidSpec', [condition('Stalled', 'True', 'InvalidSpec')]) } })).toBe('Degraded');
+    expect(health('ScavengeSchedule', { metadata: {}, spec: {}, status: { state: 'Waiting', conditions: kstatus('False', 'ClusterNotFound', [condition('Reconciling', 'True', 'ClusterNotFound')]) } })).toBe('Progressing');
+  });
+
+  it('BackupSchedule: Suspended, Healthy on schedule, Degraded when Stalled or its newest backup failed, Progressing before the operator saw it or while its cluster is missing', () => {
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: { suspend: true } })).toBe('Suspended');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {} })).toBe('Progressing');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {}, status: { conditions: kstatus('True', 'Scheduled') } })).toBe('Healthy');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {}, status: { conditions: kstatus('True', 'WaitingForActiveBackup') } })).toBe('Healthy');
+    expect(health('BackupSchedule', { metadata: { generation: 2 }, spec: {}, status: { conditions: kstatus('True', 'Scheduled') } })).toBe('Progressing');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {}, status: { conditions: kstatus('False', 'LastBackupFailed') } })).toBe('Degraded');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {}, status: { conditions: kstatus('False', 'InvalidSpec', [condition('Stalled', 'True', 'InvalidSpec')]) } })).toBe('Degraded');
+    expect(health('BackupSchedule', { metadata: { generation: 1 }, spec: {}, status: { conditions: kstatus('False', 'ClusterNotFound', [condition('Reconciling', 'True', 'ClusterNotFound')]) } })).toBe('Progressing');
+  });
+});
+
+describe('the argocd-cm snippet of the chart', () => {
+  it('has a check for every kind, rendered under the key argocd-cm reads', () => {
+    expect(readdirSync(CHECKS).filter((name) => name.endsWith('.lua')).map((name) => name.replace(/\.lua$/, '')).sort()).toEqual([...KINDS].sort());
+    const template = readFileSync(TEMPLATE, 'utf8');
+    expect(template).toContain('.Files.Glob "files/argocd/*.lua"');
+    expect(template).toContain('resource.customizations.health.eventdb.io_{{ base $path | trimSuffix ".lua" }}: |');
   });
 });

@@ -31,21 +31,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The permissions the operator needs on EventDB clusters and their children, in every watched namespace. */}}
 {{- define "eventdb-operator.rules" -}}
 - apiGroups: [eventdb.io]
-  resources: [eventdbclusters, scavengeschedules, backups]
+  resources: [eventdbclusters, scavengeschedules, backups, backupschedules]
   verbs: [get, list, watch]
-# eventdbclusters: the backup-hold annotation; backups: ttl deletes them.
+# eventdbclusters: the backup-hold annotation; backups: ttl deletes them, a BackupSchedule creates
+# them and prunes them (patch: spec.ttl 0s, the Backup controller then deletes them).
 - apiGroups: [eventdb.io]
   resources: [eventdbclusters]
   verbs: [patch]
 - apiGroups: [eventdb.io]
   resources: [backups]
-  verbs: [delete]
+  verbs: [create, patch, delete]
 - apiGroups: [eventdb.io]
-  resources: [eventdbclusters/status, scavengeschedules/status, backups/status]
+  resources: [eventdbclusters/status, scavengeschedules/status, backups/status, backupschedules/status]
   verbs: [get, patch, update]
 # Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement is on.
 - apiGroups: [eventdb.io]
-  resources: [eventdbclusters/finalizers, backups/finalizers]
+  resources: [eventdbclusters/finalizers, backups/finalizers, backupschedules/finalizers]
   verbs: [update]
 - apiGroups: [""]
   resources: [pods]

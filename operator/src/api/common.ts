@@ -109,8 +109,8 @@ export const Quantity = z
 /** metav1.Condition. */
 export const Condition = z.object({
   type: z.string().min(1).max(316).describe('Type of the condition, e.g. Ready.'),
-  status: z.enum(['True', 'False', 'Unknown']),
-  observedGeneration: z.number().int().min(0).optional(),
+  status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
+  observedGeneration: z.number().int().min(0).optional().describe('The generation of the spec the condition was computed from.'),
   lastTransitionTime: z.string().describe('When the status last changed (RFC 3339).'),
   reason: z.string().min(1).max(1024).describe('CamelCase reason of the last transition.'),
   message: z.string().max(32768).describe('Human readable details.'),

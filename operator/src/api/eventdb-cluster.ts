@@ -26,14 +26,36 @@ import { Affinity, ResourceRequirements, Toleration, TopologySpreadConstraint } 
 import { NodeConfiguration } from './node-configuration.js';
 import { API_VERSION, KIND_CLUSTER } from './group.js';
 
-export const VolumeSpec = z.object({
-  size: Quantity.describe('Requested size of the PVC, e.g. 10Gi.'),
-  storageClassName: z
-    .string()
-    .max(253)
-    .optional()
-    .describe('StorageClass of the PVC; absent: the cluster\'s default StorageClass.'),
-});
+export const VolumeSpec = z
+  .object({
+    size: Quantity.describe(
+      'Requested size of the PVCs, e.g. 10Gi. May grow (the operator expands the PVCs where their StorageClass allows it), never shrink.',
+    ).meta(
+      celRules({
+        rule: "quantity(string(self)).isGreaterThan(quantity('0'))",
+        message: 'storage size must be a positive quantity such as 10Gi',
+      }),
+    ),
+    storageClassName: z
+      .string()
+      .max(253)
+      .optional()
+      .describe('StorageClass of the PVCs; absent: the cluster\'s default StorageClass. Immutable.'),
+  })
+  .meta(
+    celRules(
+      {
+        rule: 'quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0',
+        message: 'storage size cannot shrink: a PVC only grows (restore a Backup into a new, smaller cluster instead)',
+        fieldPath: '.size',
+      },
+      {
+        rule: 'has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)',
+        message: 'storageClassName cannot change: existing PVCs keep their class (restore a Backup into a new cluster with the wanted class instead)',
+        fieldPath: '.storageClassName',
+      },
+    ),
+  );
 
 export const StorageSpec = z
   .object({
@@ -112,17 +134,17 @@ export type MaintenanceWindow = z.infer<typeof MaintenanceWindow>;
 export const PodTemplateSpec = z.object({
   metadata: z
     .object({
-      labels: z.record(z.string(), z.string()).optional(),
-      annotations: z.record(z.string(), z.string()).optional(),
+      labels: z.record(z.string(), z.string()).optional().describe('Labels added to every node pod (the operator\'s own win).'),
+      annotations: z.record(z.string(), z.string()).optional().describe('Annotations added to every node pod.'),
     })
     .optional()
     .describe('Extra labels and annotations of the node pods.'),
-  nodeSelector: z.record(z.string(), z.string()).optional(),
+  nodeSelector: z.record(z.string(), z.string()).optional().describe('Node labels a node pod\'s Kubernetes node must carry.'),
   affinity: Affinity.optional(),
-  tolerations: z.array(Toleration).max(64).optional(),
-  topologySpreadConstraints: z.array(TopologySpreadConstraint).max(16).optional(),
-  priorityClassName: z.string().max(253).optional(),
-});
+  tolerations: z.array(Toleration).max(64).optional().describe('Taints the node pods tolerate.'),
+  topologySpreadConstraints: z.array(TopologySpreadConstraint).max(16).optional().describe('How the node pods spread over domains (hosts, zones).'),
+  priorityClassName: z.string().max(253).optional().describe('PriorityClass of the node pods.'),
+}).describe('Scheduling and metadata of the node pods.');
 
 export const UpdateStrategy = z.enum(['RollingUpdate', 'Supervised']);
 
@@ -147,12 +169,12 @@ export const EventDBClusterSpec = z
       .max(512)
       .optional()
       .describe("The node image; absent: the node image of the operator's own version."),
-    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+    imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent').describe('Image pull policy of the node pods: Always, IfNotPresent or Never.'),
     resources: ResourceRequirements.optional(),
-    storage: StorageSpec.optional(),
+    storage: StorageSpec.optional().describe('The nodes\' volumes: data, and optionally a separate index volume.'),
     configuration: NodeConfiguration.optional(),
     tls: TlsSpec.optional().describe('TLS of the nodes; absent: mode SelfSigned.'),
-    users: UsersSpec.optional(),
+    users: UsersSpec.optional().describe('Passwords of the admin and ops users; absent: generated.'),
     licenseSecret: SecretKeyReference.optional().describe(
       'License key that enables the node\'s auto-scavenge.',
     ),
@@ -195,7 +217,8 @@ export const EventDBClusterSpec = z
         fieldPath: '.tls',
       },
     ),
-  );
+  )
+  .describe('The cluster the user asks for.');
 export type EventDBClusterSpec = z.infer<typeof EventDBClusterSpec>;
 
 export const ClusterPhase = z.enum([
@@ -210,16 +233,16 @@ export const ClusterPhase = z.enum([
 export type ClusterPhase = z.infer<typeof ClusterPhase>;
 
 export const MemberStatus = z.object({
-  pod: z.string(),
+  pod: z.string().describe('Pod of the node.'),
   role: z.string().describe('Node state from gossip: Leader, Follower, ReadOnlyReplica, ...'),
-  alive: z.boolean(),
-  writerCheckpoint: z.number().int().optional(),
-  chaserCheckpoint: z.number().int().optional(),
-  epochNumber: z.number().int().optional(),
-  image: z.string().optional(),
+  alive: z.boolean().describe('Alive in the node\'s own gossip.'),
+  writerCheckpoint: z.number().int().optional().describe('Log position the node has written up to.'),
+  chaserCheckpoint: z.number().int().optional().describe('Log position the node has flushed and indexed up to.'),
+  epochNumber: z.number().int().optional().describe('Epoch the node is in.'),
+  image: z.string().optional().describe('Image the pod runs.'),
   revision: z.string().optional().describe('Revision of the pod (hash of what needs a restart).'),
-  ready: z.boolean().optional(),
-  certificateFingerprint: z.string().optional(),
+  ready: z.boolean().optional().describe('The pod is ready.'),
+  certificateFingerprint: z.string().optional().describe('SHA-256 fingerprint of the certificate the node served at the last observation.'),
 });
 export type MemberStatus = z.infer<typeof MemberStatus>;
 
@@ -239,14 +262,14 @@ export type OperationKind = z.infer<typeof OperationKind>;
  */
 export const OperationStatus = z.object({
   id: z.string().describe('Operation id, for eventdb.io/approve with updateStrategy Supervised.'),
-  kind: OperationKind,
+  kind: OperationKind.describe('RollingUpdate, Scale, CertificateReload, Scavenge, Backup or Restore.'),
   step: z.string().describe('What is happening now, e.g. "restart orders-2".'),
   startedAt: Timestamp,
   reason: z.string().optional().describe('Why: ImageChanged, ConfigurationChanged, RestartRequested, ...'),
   targetRevision: z.string().optional().describe('RollingUpdate: the revision every pod moves to.'),
-  targetImage: z.string().optional(),
-  fromReplicas: z.number().int().optional(),
-  toReplicas: z.number().int().optional(),
+  targetImage: z.string().optional().describe('RollingUpdate: the image every pod moves to.'),
+  fromReplicas: z.number().int().optional().describe('Scale: the voting nodes before.'),
+  toReplicas: z.number().int().optional().describe('Scale: the voting nodes after.'),
   pod: z.string().optional().describe('The pod being handled.'),
   podStep: z.string().optional().describe('Where that pod is: Deleting, WaitingReady, Resigning, ...'),
   previousLeader: z.string().optional().describe('Leader pod before a resign, to see a new one.'),
@@ -273,7 +296,7 @@ export const CertificateRotationStatus = z.object({
   signalFailures: z.number().int().optional().describe('SIGHUPs through pods/exec that failed in this rotation (the exec itself, not a node refusing its files).'),
   fallback: z
     .object({
-      method: z.literal('Endpoint'),
+      method: z.literal('Endpoint').describe('The method used instead: Endpoint.'),
       reason: z.string().describe('Why Signal was given up, e.g. the apiserver refusing pods/exec.'),
       at: Timestamp,
     })
@@ -291,9 +314,9 @@ export const CertificateRotationStatus = z.object({
   nodes: z
     .array(
       z.object({
-        pod: z.string(),
+        pod: z.string().describe('Pod of the node.'),
         failures: z.number().int().describe('Failed reload attempts of this node in this rotation.'),
-        lastError: z.string().optional(),
+        lastError: z.string().optional().describe('Why its last reload failed.'),
         nextAttemptAt: Timestamp.optional().describe('A failed node is not tried again before this time (back-off 5, 10, 20, then every 30 s).'),
       }),
     )
@@ -309,32 +332,38 @@ export const CertificateRotationStatus = z.object({
 export type CertificateRotationStatus = z.infer<typeof CertificateRotationStatus>;
 
 export const EventDBClusterStatus = z.object({
-  observedGeneration: z.number().int().optional(),
-  phase: ClusterPhase.optional(),
+  observedGeneration: z.number().int().optional().describe('The generation of the spec this status describes.'),
+  phase: ClusterPhase.optional().describe('Creating, Ready, Updating, Scaling, Degraded, Paused or Failed.'),
   replicas: z.number().int().optional().describe('Voting node pods that exist (the scale subresource reads it).'),
   readyReplicas: z.number().int().optional().describe('Voting node pods that are ready.'),
   readOnlyReplicas: z
-    .object({ replicas: z.number().int(), ready: z.number().int() })
+    .object({ replicas: z.number().int().describe('Read-only replica pods that exist.'), ready: z.number().int().describe('Read-only replica pods that are ready.') })
     .optional()
     .describe('Read-only replica pods that exist and are ready.'),
   clusterSize: z.number().int().optional().describe('Cluster size the voting nodes run with now.'),
   selector: z.string().optional().describe('Label selector of the pods, for the scale subresource.'),
   leader: z.string().optional().describe('Pod name of the current leader, from gossip.'),
   image: z.string().optional().describe('Image every node runs now.'),
-  currentRevision: z.string().optional(),
-  updateRevision: z.string().optional(),
-  members: z.array(MemberStatus).max(32).optional(),
+  currentRevision: z.string().optional().describe('Revision every node pod ran when the last rolling update finished.'),
+  updateRevision: z.string().optional().describe('Revision the spec asks for (hash of what needs a restart).'),
+  members: z.array(MemberStatus).max(32).optional().describe('Every node pod, as its own gossip describes it.'),
   membersObservedAt: Timestamp.optional(),
-  operation: OperationStatus.optional(),
+  operation: OperationStatus.optional().describe('The one disruptive operation in progress; its progress, so a restarted operator resumes it.'),
   lastOperation: z
-    .object({ id: z.string(), kind: OperationKind, result: z.string(), finishedAt: Timestamp })
-    .optional(),
+    .object({
+      id: z.string().describe('Operation id.'),
+      kind: OperationKind.describe('Kind of the operation.'),
+      result: z.string().describe('How it ended: Succeeded, Failed, ...'),
+      finishedAt: Timestamp,
+    })
+    .optional()
+    .describe('The last operation that finished.'),
   restartedAt: z.string().optional().describe('The eventdb.io/restartedAt value last acted on.'),
   restoredFrom: z
     .object({
-      backup: z.string(),
-      method: z.string().optional(),
-      writerCheckpoint: z.number().int().optional(),
+      backup: z.string().describe('Name of the Backup.'),
+      method: z.string().optional().describe('Its method: VolumeSnapshot or FileCopy.'),
+      writerCheckpoint: z.number().int().optional().describe('Log position the backup holds every event up to.'),
       completedAt: Timestamp,
     })
     .optional()
@@ -342,19 +371,23 @@ export const EventDBClusterStatus = z.object({
   nextMaintenanceWindow: Timestamp.optional(),
   certificates: z
     .object({
-      secretHash: z.string().optional(),
+      secretHash: z.string().optional().describe('Content hash of the certificate and CA Secrets the nodes were last verified with.'),
       notAfter: Timestamp.optional(),
       reloadedAt: Timestamp.optional(),
       servedByNodes: z.boolean().optional().describe('True when every running node was started with TLS (false with tls.mode Disabled, or while older pods run without it).'),
       rotation: CertificateRotationStatus.optional().describe('The running certificate rotation, else the last one.'),
     })
-    .optional(),
+    .optional()
+    .describe('The certificates the nodes serve: hash, expiry, rotations.'),
   credentials: z
-    .object({ adminSecret: z.string().optional(), opsSecret: z.string().optional() })
+    .object({
+      adminSecret: z.string().optional().describe('Secret with the admin password.'),
+      opsSecret: z.string().optional().describe('Secret with the ops password.'),
+    })
     .optional()
     .describe('Secrets that hold the admin and ops passwords.'),
   conditions: Conditions.optional(),
-});
+}).describe('What the operator observed and does.');
 export type EventDBClusterStatus = z.infer<typeof EventDBClusterStatus>;
 
 export const EventDBCluster = z.object({

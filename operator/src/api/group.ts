@@ -10,10 +10,12 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND_CLUSTER = 'EventDBCluster';
 export const KIND_SCAVENGE_SCHEDULE = 'ScavengeSchedule';
 export const KIND_BACKUP = 'Backup';
+export const KIND_BACKUP_SCHEDULE = 'BackupSchedule';
 
 export const PLURAL_CLUSTER = 'eventdbclusters';
 export const PLURAL_SCAVENGE_SCHEDULE = 'scavengeschedules';
 export const PLURAL_BACKUP = 'backups';
+export const PLURAL_BACKUP_SCHEDULE = 'backupschedules';
 
 /** The one field manager of every server-side apply and status write of the operator. */
 export const FIELD_MANAGER = 'eventdb-operator';
@@ -55,6 +57,8 @@ export const ANNOTATION_BACKUP_HOLD = 'eventdb.io/backup-hold';
  * Scavenge: no rolling update, scale or backup starts while a node scavenges).
  */
 export const ANNOTATION_SCAVENGE_HOLD = 'eventdb.io/scavenge-hold';
+/** Label on the Backups a BackupSchedule creates: the schedule's name. */
+export const LABEL_BACKUP_SCHEDULE = 'eventdb.io/backup-schedule';
 /** Label on the objects a Backup makes (VolumeSnapshots, Jobs): the Backup's name. */
 export const LABEL_BACKUP = 'eventdb.io/backup';
 /** Annotation on a restored PVC: the Backup its files were restored from (FileCopy bootstrap). */

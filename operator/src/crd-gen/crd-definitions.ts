@@ -1,17 +1,20 @@
 /**
- * The three CustomResourceDefinitions, built from the API's zod schemas: names, short names,
+ * The four CustomResourceDefinitions, built from the API's zod schemas: names, short names,
  * categories, printer columns, the status and scale subresources, and the structural schemas.
  * Pure: `buildCrds()` returns objects; write-crds.ts writes them as crds/*.yaml.
  */
 import type { z } from 'zod';
 import { BackupSpec, BackupStatus } from '../api/backup.js';
+import { BACKUP_SCHEDULE_NAME_MAX, BackupScheduleSpec, BackupScheduleStatus } from '../api/backup-schedule.js';
 import { EventDBClusterSpec, EventDBClusterStatus } from '../api/eventdb-cluster.js';
 import {
   GROUP,
   KIND_BACKUP,
+  KIND_BACKUP_SCHEDULE,
   KIND_CLUSTER,
   KIND_SCAVENGE_SCHEDULE,
   PLURAL_BACKUP,
+  PLURAL_BACKUP_SCHEDULE,
   PLURAL_CLUSTER,
   PLURAL_SCAVENGE_SCHEDULE,
   VERSION,
@@ -113,6 +116,32 @@ export const KIND_DEFINITIONS: readonly KindDefinition[] = [
       AGE,
     ],
   },
+  {
+    kind: KIND_BACKUP_SCHEDULE,
+    plural: PLURAL_BACKUP_SCHEDULE,
+    singular: 'backupschedule',
+    shortNames: ['edbbackupsched'],
+    categories: ['eventdb'],
+    description: 'Backups of an EventDBCluster on a CRON schedule, with retention by count (keep) and by age (ttl).',
+    spec: BackupScheduleSpec,
+    status: BackupScheduleStatus,
+    printerColumns: [
+      { name: 'Cluster', type: 'string', jsonPath: '.spec.cluster.name' },
+      { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
+      { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' },
+      { name: 'Keep', type: 'integer', jsonPath: '.spec.keep' },
+      { name: 'Last', type: 'date', jsonPath: '.status.lastScheduleTime' },
+      { name: 'Next', type: 'string', jsonPath: '.status.nextScheduleTime' },
+      AGE,
+    ],
+    objectRules: [
+      {
+        // The Backups are named <schedule>-yyyymmdd-hhmm; their Jobs and snapshots add suffixes.
+        rule: `size(self.metadata.name) <= ${BACKUP_SCHEDULE_NAME_MAX}`,
+        message: `the name of a BackupSchedule is part of its Backups' names (<schedule>-yyyymmdd-hhmm): at most ${BACKUP_SCHEDULE_NAME_MAX} characters`,
+      },
+    ],
+  },
 ];
 
 function objectSchema(definition: KindDefinition): JsonSchema {
@@ -123,6 +152,7 @@ function objectSchema(definition: KindDefinition): JsonSchema {
     properties: {
       apiVersion: { type: 'string', description: 'APIVersion of this object: eventdb.io/v1alpha1.' },
       kind: { type: 'string', description: `Kind of this object: ${definition.kind}.` },
+      // the apiserver allows nothing but type here (it describes metadata itself)
       metadata: { type: 'object' },
       spec: toStructuralSchema(definition.spec),
       status: toStructuralSchema(definition.status),

@@ -53,6 +53,38 @@ describe('generated CRDs', () => {
     }
   });
 
+  it('describe every field (kubectl explain prints it): no property of any CRD without a description', () => {
+    const missing: string[] = [];
+    for (const [fileName, text] of files) {
+      const root = (versionOf(text)['schema'] as { openAPIV3Schema: Json }).openAPIV3Schema;
+      for (const [path, node] of schemaNodes(root, fileName)) {
+        // array items and map values are described by the field that holds them
+        if (path.endsWith('[]') || path.endsWith('{}')) continue;
+        // the apiserver refuses anything but `type: object` on metadata, and describes it itself
+        if (path === `${fileName}.metadata`) continue;
+        const description = node['description'];
+        if (typeof description !== 'string' || description.trim() === '') missing.push(path);
+      }
+    }
+    expect(missing, `fields without a description (add .describe() in operator/src/api):\n${missing.join('\n')}`).toEqual([]);
+  });
+
+  it('carry CEL messages that say what to set instead of an operator-managed node option', () => {
+    const all = [...files.values()].join('\n');
+    expect(all).toContain('LicenseKey is managed by the operator: a licence key is a secret and does not belong in the resource: set spec.licenseSecret');
+    expect(all).not.toContain('does not pass one yet');
+    expect(all).not.toContain('the operator sets node priorities');
+  });
+
+  it('give BackupSchedule its short name, printer columns, CEL on the name length and an immutable cluster', () => {
+    const text = files.get('eventdb.io_backupschedules.yaml') ?? '';
+    const crd = parse(text) as { spec: { names: Json } };
+    expect(crd.spec.names['shortNames']).toEqual(['edbbackupsched']);
+    expect(text).toContain('size(self.metadata.name) <= 40');
+    expect(text).toContain('spec.cluster of a BackupSchedule is immutable');
+    expect(files.get('eventdb.io_scavengeschedules.yaml')).toContain('spec.cluster of a ScavengeSchedule is immutable');
+  });
+
   it('give EventDBCluster short names, categories, printer columns and the status and scale subresources', () => {
     const text = files.get('eventdb.io_eventdbclusters.yaml') ?? '';
     const crd = parse(text) as { spec: { names: Json } };
@@ -77,6 +109,10 @@ describe('generated CRDs', () => {
     expect(all).toContain('sourceBackup is immutable');
     expect(all).toContain('tls.mode cannot switch between Disabled and SelfSigned or Secret while replicas is 3 or 5');
     expect(all).toContain('a Backup is immutable except spec.ttl');
+    // storage: -1Gi and 0 refused, a size only grows, the class never changes
+    expect(all).toContain("quantity(string(self)).isGreaterThan(quantity('0'))");
+    expect(all).toContain('quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0');
+    expect(all).toContain('storageClassName cannot change');
   });
 
   it('type spec.configuration with the node options (PascalCase), without their defaults', () => {

@@ -62,5 +62,6 @@ function intOrString(node: JsonSchema): JsonSchema {
   out['anyOf'] = [{ type: 'integer' }, { type: 'string' }];
   if (typeof stringBranch?.['pattern'] === 'string') out['pattern'] = stringBranch['pattern'];
   out['x-kubernetes-int-or-string'] = true;
+  if (node['x-kubernetes-validations'] !== undefined) out['x-kubernetes-validations'] = node['x-kubernetes-validations'];
   return out;
 }

@@ -36,3 +36,47 @@ export function buildClaims(cluster: ClusterIdentity, spec: EffectiveSpec, pod: 
   if (spec.storage.index !== undefined) claims.push(claim(cluster, indexClaimName(pod), pod, nodeKind, 'index', spec.storage.index, snapshots.index));
   return claims;
 }
+
+const BINARY_SUFFIX: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+const DECIMAL_SUFFIX: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+
+/** resource.Quantity -> bytes (`10Gi`, `500M`, `1e9`, 1073741824); undefined when it is not a quantity. */
+export function quantityBytes(quantity: string | number): number | undefined {
+  if (typeof quantity === 'number') return Number.isFinite(quantity) ? quantity : undefined;
+  const match = /^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE]?)|[eE]([+-]?[0-9]+))$/.exec(quantity.trim());
+  if (match === null) return undefined;
+  const value = Number(match[1]);
+  if (match[2] !== undefined) return value * (BINARY_SUFFIX[match[2]] ?? NaN);
+  if (match[4] !== undefined) return value * 10 ** Number(match[4]);
+  return value * (DECIMAL_SUFFIX[match[3] ?? ''] ?? NaN);
+}
+
+export type ClaimGrowth =
+  /** The claim asks for the size already (or more). */
+  | { readonly kind: 'current' }
+  /** The claim asks for less: this merge patch raises its request. */
+  | { readonly kind: 'expand'; readonly patch: { spec: { resources: { requests: { storage: string } } } }; readonly fromSize: string }
+  /** The request is raised; the volume's capacity is not yet (the CSI driver and the kubelet resize it). */
+  | { readonly kind: 'resizing'; readonly capacity?: string }
+  /** The spec asks for less than the claim holds: never shrunk (CEL refuses the change; an older object may still say so). */
+  | { readonly kind: 'shrink-refused'; readonly requested: string };
+
+/**
+ * PURE: what growing a PVC to `desiredSize` takes. A PVC's request may only grow, and only where
+ * its StorageClass allows expansion (the apiserver refuses the patch otherwise, which the caller
+ * reports); the capacity in its status follows once the volume was resized.
+ */
+export function planClaimGrowth(claim: KubeObject, desiredSize: string | number): ClaimGrowth {
+  const requested = (claim['spec'] as { resources?: { requests?: { storage?: string } } } | undefined)?.resources?.requests?.storage;
+  const capacity = (claim['status'] as { capacity?: { storage?: string } } | undefined)?.capacity?.storage;
+  const desiredBytes = quantityBytes(desiredSize);
+  const requestedBytes = requested === undefined ? undefined : quantityBytes(requested);
+  if (desiredBytes === undefined || requestedBytes === undefined) return { kind: 'current' };
+  if (desiredBytes < requestedBytes) return { kind: 'shrink-refused', requested: requested ?? '' };
+  if (desiredBytes > requestedBytes) {
+    return { kind: 'expand', patch: { spec: { resources: { requests: { storage: String(desiredSize) } } } }, fromSize: requested ?? '' };
+  }
+  const capacityBytes = capacity === undefined ? undefined : quantityBytes(capacity);
+  if (capacityBytes !== undefined && capacityBytes < requestedBytes) return { kind: 'resizing', capacity: capacity ?? '' };
+  return { kind: 'current' };
+}

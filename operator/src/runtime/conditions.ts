@@ -40,3 +40,42 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
 export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
   return findCondition(conditions, type)?.status === 'True';
 }
+
+/** What a reconcile concluded, as kstatus reads it: Ready, and why it is not (yet). */
+export interface KstatusInput {
+  readonly ready: Omit<ConditionInput, 'type'>;
+  /** Work the operator is still doing (or waiting on) to reach what the spec asks: Reconciling=True. */
+  readonly reconciling?: { readonly reason: string; readonly message: string };
+  /** The operator cannot go on without a change by someone (an invalid spec, a failed backup): Stalled=True. */
+  readonly stalled?: { readonly reason: string; readonly message: string };
+}
+
+/**
+ * Ready, Reconciling and Stalled as kstatus (Flux, `kubectl wait`, Argo CD) reads them: at most
+ * one of Reconciling and Stalled is True; both False with Ready True means done for this generation.
+ */
+export function setKstatusConditions(
+  conditions: readonly Condition[] | undefined,
+  input: KstatusInput,
+  observedGeneration: number | undefined,
+  nowIso: string,
+): Condition[] {
+  let list = setCondition(conditions, { type: 'Ready', ...input.ready }, observedGeneration, nowIso);
+  list = setCondition(
+    list,
+    input.stalled !== undefined
+      ? { type: 'Stalled', status: 'True', ...input.stalled }
+      : { type: 'Stalled', status: 'False', reason: 'NotStalled', message: '' },
+    observedGeneration,
+    nowIso,
+  );
+  list = setCondition(
+    list,
+    input.reconciling !== undefined && input.stalled === undefined
+      ? { type: 'Reconciling', status: 'True', ...input.reconciling }
+      : { type: 'Reconciling', status: 'False', reason: input.stalled !== undefined ? 'Stalled' : 'Reconciled', message: '' },
+    observedGeneration,
+    nowIso,
+  );
+  return list;
+}

@@ -2,9 +2,11 @@
 import {
   GROUP,
   KIND_BACKUP,
+  KIND_BACKUP_SCHEDULE,
   KIND_CLUSTER,
   KIND_SCAVENGE_SCHEDULE,
   PLURAL_BACKUP,
+  PLURAL_BACKUP_SCHEDULE,
   PLURAL_CLUSTER,
   PLURAL_SCAVENGE_SCHEDULE,
   VERSION,
@@ -24,6 +26,13 @@ export const SCAVENGE_SCHEDULES: ResourceType = {
   namespaced: true,
 };
 export const BACKUPS: ResourceType = { group: GROUP, version: VERSION, kind: KIND_BACKUP, plural: PLURAL_BACKUP, namespaced: true };
+export const BACKUP_SCHEDULES: ResourceType = {
+  group: GROUP,
+  version: VERSION,
+  kind: KIND_BACKUP_SCHEDULE,
+  plural: PLURAL_BACKUP_SCHEDULE,
+  namespaced: true,
+};
 
 export const PODS = core('Pod', 'pods');
 export const SERVICES = core('Service', 'services');

@@ -147,4 +147,37 @@ describe('reconcileBackup', () => {
     expect(retained?.status).toBe('True');
     expect(harness.events.map((event) => event.reason)).toEqual(['BackupExpired', 'RetainedAsLastGood']);
   });
+
+  it('reports kstatus conditions: Pending and Running are Reconciling, Completed Ready, Failed Stalled; the status is not rewritten when nothing changed', async () => {
+    harness = new Harness();
+    await harness.start();
+    const kstatus = (name: string): Record<string, string> =>
+      Object.fromEntries(((statusOf(harness.backup(name))['conditions'] ?? []) as { type: string; status: string; reason: string }[])
+        .filter((c) => ['Ready', 'Reconciling', 'Stalled'].includes(c.type)).map((c) => [c.type, `${c.status}/${c.reason}`]));
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { status: { operation: { id: 'x', kind: 'RollingUpdate', step: 'restart orders-0', startedAt: '' } } }, { subresource: 'status' });
+    harness.api.seed(BACKUPS, { apiVersion: 'eventdb.io/v1alpha1', kind: 'Backup', metadata: { name: 'b1', namespace: 'shop', uid: 'b-1' }, spec: { cluster: { name: 'orders' }, method: 'FileCopy', fileCopy: { claimName: 'backups' } } });
+    await harness.reconcile('b1');
+    expect(kstatus('b1')).toMatchObject({ Ready: 'False/WaitingForOperation', Reconciling: 'True/WaitingForOperation', Stalled: 'False/NotStalled' });
+    const writes = harness.api.objects(BACKUPS)[0]?.metadata.resourceVersion;
+    await harness.reconcile('b1');
+    await harness.reconcile('b1');
+    expect(harness.api.objects(BACKUPS)[0]?.metadata.resourceVersion).toBe(writes);
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { status: { operation: null } }, { subresource: 'status' });
+    await harness.reconcile('b1');
+    expect(statusOf(harness.backup('b1'))).toMatchObject({ phase: 'Running' });
+    expect(kstatus('b1')).toMatchObject({ Ready: 'False/WaitingForCluster', Reconciling: 'True/WaitingForCluster', Stalled: 'False/NotStalled' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { status: { operation: { id: 'b1', kind: 'Backup', step: 'file copy', startedAt: '2026-03-04T10:00:00Z' } } }, { subresource: 'status' });
+    await harness.reconcile('b1');
+    await harness.api.patch(JOBS, 'shop', 'b1-filecopy', { status: { conditions: [{ type: 'Failed', status: 'True' }] } }, { subresource: 'status' });
+    await harness.reconcile('b1');
+    expect(statusOf(harness.backup('b1'))).toMatchObject({ phase: 'Failed' });
+    expect(kstatus('b1')).toEqual({ Ready: 'False/FileCopyFailed', Stalled: 'True/FileCopyFailed', Reconciling: 'False/Stalled' });
+    harness.api.seed(BACKUPS, {
+      apiVersion: 'eventdb.io/v1alpha1', kind: 'Backup', metadata: { name: 'b2', namespace: 'shop', uid: 'b-2' },
+      spec: { cluster: { name: 'orders' }, method: 'VolumeSnapshot' },
+      status: { phase: 'Completed', completedAt: '2026-03-04T09:00:00Z' },
+    });
+    await harness.reconcile('b2');
+    expect(kstatus('b2')).toEqual({ Ready: 'True/Completed', Stalled: 'False/NotStalled', Reconciling: 'False/Reconciled' });
+  });
 });

@@ -19,7 +19,7 @@ import { BackupSpec, type Backup } from '../../api/backup.js';
 import type { EventDBClusterStatus } from '../../api/eventdb-cluster.js';
 import { ANNOTATION_BACKUP_HOLD } from '../../api/group.js';
 import type { Clock } from '../../runtime/clock.js';
-import { setCondition } from '../../runtime/conditions.js';
+import { setCondition, setKstatusConditions, type KstatusInput } from '../../runtime/conditions.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
@@ -516,13 +516,29 @@ async function createIgnoringExists(api: KubeApi, type: Parameters<KubeApi['crea
   }
 }
 
+/**
+ * kstatus: a Pending or Running Backup is Reconciling (the operator works on it, or waits for its
+ * turn), a Failed one Stalled (it is never retried: a new Backup is), a Completed one neither.
+ */
+export function backupKstatus(state: Pick<BackupState, 'ready' | 'status'>): KstatusInput {
+  const why = { reason: state.ready.reason, message: state.ready.message };
+  switch (state.status.phase) {
+    case 'Completed':
+      return { ready: state.ready };
+    case 'Failed':
+      return { ready: { ...state.ready, status: 'False' }, stalled: why };
+    default:
+      return { ready: { ...state.ready, status: 'False' }, reconciling: why };
+  }
+}
+
 async function writeStatus(state: BackupState): Promise<void> {
   const nowIso = new Date(state.nowMs).toISOString();
   const generation = state.object.metadata.generation;
   const status: BackupStatus = {
     ...state.status,
     ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: setCondition(state.status.conditions, { type: 'Ready', ...state.ready }, generation, nowIso),
+    conditions: setKstatusConditions(state.status.conditions, backupKstatus(state), generation, nowIso),
   };
   if (canonicalJson(status) === canonicalJson(state.previous)) return;
   try {

@@ -81,8 +81,6 @@ export interface ClusterControllerDeps {
 export const BUSY_REQUEUE_MS = 2000;
 export const IDLE_REQUEUE_MS = 15_000;
 const WINDOW_POLL_MAX_MS = 60_000;
-/** The status is rewritten at least this often, so members are never older than 30 s. */
-const STATUS_REFRESH_MS = 20_000;
 
 interface ReconcileState {
   readonly deps: ClusterControllerDeps;
@@ -947,10 +945,11 @@ async function writeStatus(state: ReconcileState): Promise<void> {
     status = computeStatus(statusInput(state));
     await emit(state, { type: 'Normal', reason: 'RestoreCompleted', action: 'Restore', note: `nodes restored from backup ${state.restore.backup} are Ready` });
   }
-  const { membersObservedAt: _at, ...comparable } = status;
-  const text = canonicalJson(comparable);
-  const previous = state.deps.writtenStatus.get(state.identity.uid);
-  if (previous !== undefined && previous.text === text && state.nowMs - previous.atMs < STATUS_REFRESH_MS) return;
+  // Written only when it changed (membersObservedAt alone does not count: it says when the members
+  // written were observed); after an operator restart, compared with the status the cluster has.
+  const text = comparableStatus(status) ?? '';
+  const previous = state.deps.writtenStatus.get(state.identity.uid)?.text ?? comparableStatus(state.cluster['status']);
+  if (previous === text) return;
   try {
     await state.deps.api.apply(
       EVENTDB_CLUSTERS,
@@ -963,6 +962,12 @@ async function writeStatus(state: ReconcileState): Promise<void> {
   }
   state.deps.writtenStatus.set(state.identity.uid, { text, atMs: state.nowMs });
   if (status.phase !== state.previous?.phase) state.log.info({ phase: status.phase, previousPhase: state.previous?.phase }, 'cluster phase changed');
+}
+
+function comparableStatus(status: unknown): string | undefined {
+  if (typeof status !== 'object' || status === null) return undefined;
+  const { membersObservedAt: _at, ...comparable } = status as Record<string, unknown>;
+  return canonicalJson(comparable);
 }
 
 function reportMetrics(state: ReconcileState): void {

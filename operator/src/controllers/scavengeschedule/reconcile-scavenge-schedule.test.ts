@@ -220,4 +220,22 @@ describe('the ScavengeSchedule controller', () => {
     ]);
     expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['CyclePaused', 'CycleResumed', 'NodeScavengeRestarted']));
   });
+
+  it('reports kstatus conditions and writes the status only when something but the countdown changed', async () => {
+    harness = new Harness();
+    await harness.start({ schedule: '0 3 * * *' });
+    await harness.reconcile();
+    const conditions = (): Record<string, string> =>
+      Object.fromEntries(((harness?.status() as { conditions?: { type: string; status: string; reason: string }[] }).conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
+    expect(conditions()).toMatchObject({ Ready: 'True/Scheduled', Reconciling: 'False/Reconciled', Stalled: 'False/NotStalled' });
+    const version = harness.api.objects(SCAVENGE_SCHEDULES)[0]?.metadata.resourceVersion;
+    for (let i = 0; i < 4; i++) {
+      harness.clock.advance(20_000);
+      await harness.reconcile();
+    }
+    expect(harness.api.objects(SCAVENGE_SCHEDULES)[0]?.metadata.resourceVersion).toBe(version);
+    await harness.api.patch(SCAVENGE_SCHEDULES, 'shop', 'nightly', { spec: { schedule: '0 3 * *' } });
+    await harness.reconcile();
+    expect(conditions()).toMatchObject({ Ready: 'False/InvalidSpec', Stalled: 'True/InvalidSpec', Reconciling: 'False/Stalled' });
+  });
 });

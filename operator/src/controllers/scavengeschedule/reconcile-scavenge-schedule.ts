@@ -26,7 +26,7 @@ import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../
 import { podName, replicaPodName } from '../../resources/names.js';
 import { canonicalJson } from '../../resources/revision.js';
 import type { Clock } from '../../runtime/clock.js';
-import { setCondition } from '../../runtime/conditions.js';
+import { setCondition, setKstatusConditions, type KstatusInput } from '../../runtime/conditions.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
@@ -542,6 +542,24 @@ async function finishCycle(state: State, result: 'Success' | 'Failed', message: 
   if (Number.isFinite(seconds) && seconds >= 0) state.deps.metrics?.scavengeCycleSeconds.observe({ result }, seconds);
 }
 
+/** Reasons of Ready=False the schedule cannot get past without a change by someone. */
+const STALLED_REASONS = new Set(['InvalidSpec', 'InvalidClusterSpec', 'NodeAutoScavenge']);
+/** Reasons of Ready=False the operator is still working on or waiting out. */
+const RECONCILING_REASONS = new Set(['ClusterNotFound', 'ReconcileError']);
+
+/**
+ * kstatus of a schedule: Stalled for what needs a user's change, Reconciling while its cluster is
+ * missing or a reconcile failed; a running or failed cycle is neither (Progressing and Ready say it).
+ */
+export function scheduleKstatus(ready: Condition): KstatusInput {
+  const why = { reason: ready.reason, message: ready.message };
+  return {
+    ready,
+    ...(ready.status !== 'True' && STALLED_REASONS.has(ready.reason) ? { stalled: why } : {}),
+    ...(ready.status !== 'True' && RECONCILING_REASONS.has(ready.reason) ? { reconciling: why } : {}),
+  };
+}
+
 async function writeStatus(state: State): Promise<void> {
   const nowIso = iso(state.nowMs);
   const generation = state.object.metadata.generation;
@@ -549,14 +567,14 @@ async function writeStatus(state: State): Promise<void> {
   if (state.ready.reason === 'Scheduled' && state.status.currentCycle === undefined && state.status.history?.[0]?.result === 'Failed') {
     state.ready = { status: 'False', reason: 'CycleFailed', message: `the last cycle (${state.status.history[0].id}) failed` };
   }
-  let conditions = setCondition(state.status.conditions, { type: 'Ready', ...state.ready }, generation, nowIso);
+  let conditions = setKstatusConditions(state.status.conditions, scheduleKstatus(state.ready), generation, nowIso);
   conditions = setCondition(conditions, { type: 'Progressing', ...state.progressing }, generation, nowIso);
   const status: Status = { ...state.status, ...(generation === undefined ? {} : { observedGeneration: generation }), conditions };
   if (status.nextScheduleTime !== undefined) status.timeUntilNextCycle = formatTimeUntil(Date.parse(status.nextScheduleTime) - state.nowMs);
+  // Written only when something changed: timeUntilNextCycle (and lastCheckTime) alone do not
+  // count, so they are as of the last write (at least every cycle: nextScheduleTime changes then).
   const comparable = (value: Status): string => canonicalJson({ ...value, timeUntilNextCycle: undefined, lastCheckTime: undefined });
-  // timeUntilNextCycle alone changing is written at most every 30 s.
-  const lastCheck = Date.parse(state.previous.lastCheckTime ?? '') || 0;
-  if (comparable(status) === comparable(state.previous) && state.nowMs - lastCheck < 30_000) return;
+  if (comparable(status) === comparable(state.previous)) return;
   status.lastCheckTime = nowIso;
   try {
     await state.deps.api.apply(
