@@ -76,6 +76,44 @@ describe('elections', () => {
   });
 });
 
+describe('a resigning leader running the prepare phase', () => {
+  // a leads view 0's prepare phase (the first of the sorted voters); it resigned with writer 500.
+  const a = candidate('a', { writerCheckpoint: 500, resigning: true });
+  const lagging = candidate('b', { writerCheckpoint: 300 });
+  const caughtUp = candidate('c', { writerCheckpoint: 500 });
+  const proposed = (effects: ElectionEffect[]): string | undefined =>
+    effects.flatMap((e) => (e.kind === 'broadcast' && e.message.type === 'Proposal' ? [e.message.leader.instanceId] : []))[0];
+  function prepare(voters: string[]): { state: ElectionState; ctx: Parameters<typeof step>[2] } {
+    const ctx = { self: a, voters, clusterSize: 3, electionTimeoutMs: 1000, resigningLeaderId: 'a' };
+    let state = step(INITIAL_ELECTION_STATE, { kind: 'start' }, ctx).state;
+    state = step(state, { kind: 'message', message: { type: 'ViewChange', from: 'b', view: 0 } }, ctx).state;
+    expect(state.prepareOks.has('a')).toBe(true);
+    return { state, ctx };
+  }
+
+  it('does not elect itself on a majority with a replica still catching up while another alive voter has not answered', () => {
+    const { state, ctx } = prepare(['a', 'b', 'c']);
+    const first = step(state, { kind: 'message', message: { type: 'PrepareOk', from: 'b', view: 0, candidate: lagging } }, ctx);
+    expect(proposed(first.effects)).toBeUndefined();
+    const second = step(first.state, { kind: 'message', message: { type: 'PrepareOk', from: 'c', view: 0, candidate: caughtUp } }, ctx);
+    expect(proposed(second.effects)).toBe('c');
+  });
+
+  it('elects itself when the voters that answered are all there is (the third is not alive)', () => {
+    const { state, ctx } = prepare(['a', 'b']);
+    const first = step(state, { kind: 'message', message: { type: 'PrepareOk', from: 'b', view: 0, candidate: lagging } }, ctx);
+    expect(proposed(first.effects)).toBe('a');
+  });
+
+  it('a non-resigning best candidate is proposed on the first majority, as before', () => {
+    const ctx = { self: candidate('a', { writerCheckpoint: 500 }), voters: ['a', 'b', 'c'], clusterSize: 3, electionTimeoutMs: 1000 };
+    let state = step(INITIAL_ELECTION_STATE, { kind: 'start' }, ctx).state;
+    state = step(state, { kind: 'message', message: { type: 'ViewChange', from: 'b', view: 0 } }, ctx).state;
+    const first = step(state, { kind: 'message', message: { type: 'PrepareOk', from: 'b', view: 0, candidate: lagging } }, ctx);
+    expect(proposed(first.effects)).toBe('a');
+  });
+});
+
 describe('candidate ranking', () => {
   it('orders by epoch, writer, chaser, not resigning, priority, instance id', () => {
     expect(bestCandidate([candidate('a', { epochNumber: 2, writerCheckpoint: 1 }), candidate('b', { writerCheckpoint: 999 })])?.instanceId).toBe('a');

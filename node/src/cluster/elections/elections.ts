@@ -230,6 +230,12 @@ function checkPrepareOks(out: Step, ctx: ElectionContext): void {
   const candidates = [...s.prepareOks.values()];
   const leader = bestCandidate(candidates, ctx.resigningLeaderId);
   if (leader === undefined) return;
+  // A resigning leader is chosen only once every alive voter has answered: a majority that holds
+  // it and a replica still catching up would elect it again (its log is ahead), although another
+  // alive voter has caught up and ranks above it. A voter gossip no longer shows alive is not
+  // waited for; an alive one that does not answer lets the view time out into the next one.
+  const resigning = leader.resigning === true || leader.instanceId === ctx.resigningLeaderId;
+  if (resigning && ctx.voters.some((voter) => !s.prepareOks.has(voter))) return;
   const proposalNumber = Math.max(...candidates.map((c) => Math.max(c.epochNumber, c.proposalNumber))) + 1;
   const view = s.lastAttemptedView;
   const proposal: ElectionMessage = { type: 'Proposal', from: ctx.self.instanceId, view, leader, proposalNumber };
