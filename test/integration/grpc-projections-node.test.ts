@@ -158,7 +158,7 @@ describe('TLS node: projection ACLs over gRPC', () => {
     dir.remove();
   });
 
-  it('a user without $admins cannot create or delete a projection and creates nothing; an admin can, and others read it', async () => {
+  it('a user without $admins cannot create or delete a projection and creates nothing; an admin can, other users read it, anonymous callers not', async () => {
     const ops = connect('ops:changeit');
     const admin = connect('admin:changeit');
     const name = `acl-${randomUUID()}`;
@@ -175,6 +175,13 @@ describe('TLS node: projection ACLs over gRPC', () => {
         return value?.count === 4 ? true : undefined;
       });
       expect(await ops.getProjectionResult(name)).toEqual({ total: 40 });
+      const anonymous = KurrentDBClient.connectionString(`kurrentdb://localhost:${node.port}?tls=true&tlsCAFile=${encodeURIComponent(caPath)}`);
+      try {
+        expect((await errorOf(() => anonymous.getProjectionState(name))).type).toBe('access-denied');
+        expect((await errorOf(() => anonymous.listProjections())).type).toBe('access-denied');
+      } finally {
+        await anonymous.dispose();
+      }
       await admin.disableProjection(name);
       await waitFor('stopped', async () => ((await admin.getProjectionStatus(name)).projectionStatus === 'Stopped' ? true : undefined));
       expect((await errorOf(() => ops.deleteProjection(name))).type).toBe('access-denied');
