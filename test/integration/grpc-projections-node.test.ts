@@ -3,13 +3,18 @@
  * unchanged) against a real node running projections (--run-projections All, the standard
  * projections started): create, state and result, update, disable/enable, reset, statistics
  * (one and all continuous, system projections included), delete, and the errors the client
- * decodes. Over TLS: a caller without $admins cannot create a continuous projection.
+ * decodes; transient / one-time creation and bad input through a connect client. Over TLS: a
+ * caller without $admins cannot create or delete, anonymous callers read nothing.
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDBClient, jsonEvent } from '@kurrent/kurrentdb-client';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+
+import { Projections, type StatisticsResp } from '../../node/src/grpc/gen/eventdb/grpc/projections_pb.js';
 
 import { createCa, issueNodeCertificate } from '../support/certificates.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
@@ -132,6 +137,55 @@ describe('insecure node: projections through the official Node client', () => {
       const value = (await client.getProjectionState(name)) as { count: number } | null | undefined;
       return value?.count === 5 ? true : undefined;
     });
+  });
+});
+
+describe('insecure node: what the Node client does not send (a connect client)', () => {
+  let node: NodeProcess;
+  let projections: ReturnType<typeof createClient<typeof Projections>>;
+  beforeAll(async () => {
+    node = await startNode({ args: PROJECTION_ARGS });
+    projections = createClient(Projections, createGrpcTransport({ baseUrl: node.baseUrl }));
+  });
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  const codeOf = async (action: () => Promise<unknown>): Promise<Code | undefined> => {
+    try {
+      await action();
+    } catch (err) {
+      return err instanceof ConnectError ? err.code : undefined;
+    }
+    throw new Error('expected the call to fail');
+  };
+  const listed = async (mode: 'transient' | 'oneTime' | 'all'): Promise<string[]> => {
+    const out: string[] = [];
+    const responses: AsyncIterable<StatisticsResp> = projections.statistics({ options: { mode: { case: mode, value: {} } } });
+    for await (const response of responses) out.push(response.details?.name ?? '?');
+    return out;
+  };
+
+  it('creates transient and one-time projections, listed under their modes', async () => {
+    const transient = `transient-${randomUUID()}`;
+    const query = `fromStream('src-${randomUUID()}').when({ $init: function () { return {}; } });`;
+    await projections.create({ options: { mode: { case: 'transient', value: { name: transient } }, query } });
+    await projections.create({ options: { mode: { case: 'oneTime', value: {} }, query } });
+    expect(await listed('transient')).toContain(transient);
+    const oneTime = await listed('oneTime');
+    expect(oneTime).toHaveLength(1);
+    expect(await listed('all')).toEqual(expect.arrayContaining([transient, oneTime[0], '$streams']));
+  });
+
+  it('bad input answers INVALID_ARGUMENT and creates nothing', async () => {
+    const before = await listed('all');
+    const name = `bad-${randomUUID()}`;
+    const query = 'fromAll().when({})';
+    expect(await codeOf(() => projections.create({ options: { query } }))).toBe(Code.InvalidArgument);
+    expect(await codeOf(() => projections.create({ options: { mode: { case: 'continuous', value: { name: '' } }, query } }))).toBe(Code.InvalidArgument);
+    expect(await codeOf(() => projections.create({ options: { mode: { case: 'continuous', value: { name } }, query, engineVersion: 2 } }))).toBe(Code.InvalidArgument);
+    expect(await codeOf(() => projections.state({ options: { name: '' } }))).toBe(Code.InvalidArgument);
+    expect(await listed('all')).toEqual(before);
   });
 });
 
