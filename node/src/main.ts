@@ -371,6 +371,7 @@ async function startNode(
   const grpc = createGrpcApi({
     db,
     subscriptions,
+    ...(projections === undefined ? {} : { projections }),
     users: security,
     operations: {
       scavenges,

@@ -7,8 +7,8 @@
  *
  * ServerFeatures lists exactly the methods served here, so the clients pick what exists (a
  * client that finds BatchAppend uses it, else Append; persistent subscriptions and projections
- * over gRPC are served for groups on streams, not on `$all`; projections are not served yet, and
- * the Node client then falls back to HTTP where it can).
+ * over gRPC are served for groups on streams, not on `$all`; projections only while the node runs
+ * them, RunProjections System or All).
  */
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter } from '@connectrpc/connect';
@@ -26,6 +26,9 @@ import { Streams } from './gen/eventdb/grpc/streams_pb.js';
 import { Operations } from './gen/eventdb/grpc/operations_pb.js';
 import { Users } from './gen/eventdb/grpc/users_pb.js';
 import { Monitoring } from './gen/eventdb/grpc/monitoring_pb.js';
+import { Projections } from './gen/eventdb/grpc/projections_pb.js';
+import { projectionsService } from './projections-service.js';
+import type { ProjectionsSubsystem } from '../projections/projections-subsystem.js';
 import { monitoringService } from './monitoring-service.js';
 import { operationsService, type OperationsServiceDeps } from './operations-service.js';
 import type { StatsTree } from '../api/routes/stats-sampler.js';
@@ -71,6 +74,8 @@ export interface GrpcApiDeps {
   readonly users?: Security;
   /** What the HTTP admin routes call (Operations service); without it the service is not served. */
   readonly operations?: Pick<OperationsServiceDeps, 'scavenges' | 'mergeIndexes' | 'requestShutdown' | 'node'>;
+  /** The projections the HTTP API manages (Projections service); without it (RunProjections None) not served. */
+  readonly projections?: ProjectionsSubsystem;
   /** One sample of the node's statistics (Monitoring.Stats); without it the service is not served. */
   readonly stats?: () => Promise<StatsTree>;
   /** The cluster as clients see it (Gossip.Read). */
@@ -92,6 +97,14 @@ const USERS_METHODS: readonly Implemented[] = [
 const OPERATIONS_METHODS: readonly Implemented[] = [
   'startscavenge', 'stopscavenge', 'shutdown', 'mergeindexes', 'resignnode', 'setnodepriority', 'restartpersistentsubscriptions',
 ].map((method) => ({ service: 'event_store.client.operations.operations', method }));
+
+const PROJECTIONS_SERVICE = 'event_store.client.projections.projections';
+/** Create is advertised with track_emitted_streams, else the Node client creates such projections over HTTP. */
+const PROJECTIONS_METHODS: readonly Implemented[] = [
+  { service: PROJECTIONS_SERVICE, method: 'create', features: ['track_emitted_streams'] },
+  ...['update', 'delete', 'statistics', 'disable', 'enable', 'reset', 'state', 'result', 'restartsubsystem']
+    .map((method): Implemented => ({ service: PROJECTIONS_SERVICE, method })),
+];
 
 const IMPLEMENTED: readonly Implemented[] = [
   { service: 'event_store.client.streams.streams', method: 'read', features: ['position', 'events'] },
@@ -121,6 +134,7 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
           ...(deps.subscriptions === undefined ? [] : PERSISTENT_METHODS),
           ...(deps.users === undefined ? [] : USERS_METHODS),
           ...(deps.operations === undefined ? [] : OPERATIONS_METHODS),
+          ...(deps.projections === undefined ? [] : PROJECTIONS_METHODS),
           ...(deps.stats === undefined ? [] : [{ service: 'event_store.client.monitoring.monitoring', method: 'stats' }]),
         ].map((m) => ({ serviceName: m.service, methodName: m.method, features: [...(m.features ?? [])] })),
       }),
@@ -141,6 +155,7 @@ export function createGrpcApi(deps: GrpcApiDeps): Http2RequestHandler {
       router.service(PersistentSubscriptions, persistentService({ subscriptions: deps.subscriptions, authorizer: deps.authorizer, guard, log }));
     }
     if (deps.stats !== undefined) router.service(Monitoring, monitoringService({ guard, sample: deps.stats }));
+    if (deps.projections !== undefined) router.service(Projections, projectionsService({ projections: deps.projections, guard }));
     if (deps.users !== undefined) router.service(Users, usersService({ security: deps.users, guard }));
     if (deps.operations !== undefined) {
       router.service(Operations, operationsService({
