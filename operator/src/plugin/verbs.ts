@@ -149,7 +149,8 @@ async function report(command: C<'report'>, io: PluginIo, term: Terminal): Promi
     try {
       return await fn();
     } catch (err: unknown) {
-      errors.push(`${what}: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      errors.push(message.startsWith(what) ? message : `${what}: ${message}`);
       return undefined;
     }
   };
