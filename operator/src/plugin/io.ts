@@ -18,6 +18,7 @@ import { pino } from 'pino';
 import { LABEL_CLUSTER } from '../api/group.js';
 import { nodeTrustCertificates } from '../controllers/eventdbcluster/children.js';
 import { nodeEndpoint, observeMembers, podView, type ClusterTrust, type PodView } from '../controllers/eventdbcluster/observe.js';
+import type { NodeAccess } from '../node-client/node-access.js';
 import { NodeClient, nodeTlsOptions, type Credentials, type NodeEndpoint } from '../node-client/node-client.js';
 import { effectiveSpec, type EffectiveSpec } from '../resources/effective-spec.js';
 import { decodeSecretValue } from '../resources/secrets.js';
@@ -51,6 +52,8 @@ export interface PluginIo {
   podLog(pod: string, container: string, options: { tailLines?: number; sinceSeconds?: number; previous?: boolean }): Promise<string>;
   /** Follows a container's log; each complete line goes to onLine. Resolves when it stops. */
   followLog(pod: string, container: string, options: { tailLines?: number; sinceSeconds?: number }, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  /** How nodes are dialled: port-forwards through the apiserver. */
+  nodeAccess(): NodeAccess;
   close(): Promise<void>;
 }
 
@@ -107,6 +110,7 @@ export function connect(options: { context: string | undefined; namespace: strin
         sink.on('close', resolve);
       });
     },
+    nodeAccess: () => new PortForwardAccess(config, pino({ level: 'silent' })),
     async close() {},
   };
 }
@@ -133,14 +137,14 @@ export async function loadCluster(io: PluginIo, name: string): Promise<ClusterHa
 export class ClusterNodes {
   readonly #io: PluginIo;
   readonly #handle: ClusterHandle;
-  readonly #access: PortForwardAccess;
+  readonly #access: NodeAccess;
   readonly #client = new NodeClient({ timeoutMs: 8000 });
   #trust: Promise<ClusterTrust> | undefined;
 
   constructor(io: PluginIo, handle: ClusterHandle) {
     this.#io = io;
     this.#handle = handle;
-    this.#access = new PortForwardAccess(io.kubeConfig, pino({ level: 'silent' }));
+    this.#access = io.nodeAccess();
   }
 
   trust(): Promise<ClusterTrust> {

@@ -233,7 +233,8 @@ async function report(command: C<'report'>, io: PluginIo, term: Terminal): Promi
   step('each node\'s /info, /gossip, /stats, /info/options');
   const nodes = new ClusterNodes(io, handle);
   try {
-    const ops = await attempt('ops credentials', () => credentialsOf(io, handle, 'ops'));
+    // /stats and /info/options want an authenticated user (admin is one of ops-or-admins).
+    const ops = (await attempt('admin credentials', () => credentialsOf(io, handle, 'admin'))) ?? (await attempt('ops credentials', () => credentialsOf(io, handle, 'ops')));
     for (const pod of handle.pods.filter((candidate) => candidate.phase === 'Running' && !candidate.terminating)) {
       for (const [path, fileName, authenticated] of [
         ['/info', 'info.json', false],
@@ -243,7 +244,10 @@ async function report(command: C<'report'>, io: PluginIo, term: Terminal): Promi
       ] as const) {
         const answer = await attempt(`GET ${path} on ${pod.name}`, () => nodes.request(pod, path, { headers: { accept: 'application/json' }, ...(authenticated && ops !== undefined ? { credentials: ops } : {}) }));
         if (answer === undefined) continue;
-        if (answer.status !== 200) errors.push(`GET ${path} on ${pod.name}: ${answer.status} ${answer.text.slice(0, 200)}`);
+        if (answer.status !== 200) {
+          errors.push(`GET ${path} on ${pod.name}: ${answer.status} ${answer.text.slice(0, 200)}`);
+          continue;
+        }
         add(`nodes/${pod.name}/${fileName}`, prettyJson(answer.text));
       }
     }
