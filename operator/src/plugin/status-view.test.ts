@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderStatus } from './render.js';
-import { buildStatusView, type LiveMember, type ObjectLike } from './status-view.js';
+import { buildStatusView, replicaReports, type LiveMember, type ObjectLike } from './status-view.js';
 
 const NOW = Date.parse('2026-12-02T02:00:00Z');
 
@@ -71,16 +71,19 @@ describe('the status view', () => {
 
   it('prefers each node\'s own live gossip over status.members, and says which it used', () => {
     const live = new Map<string, LiveMember>([
-      ['orders-0', { pod: 'orders-0', role: 'Leader', alive: true, writerCheckpoint: 2000, epochNumber: 4 }],
-      ['orders-1', { pod: 'orders-1', role: 'Follower', alive: true, writerCheckpoint: 1500, epochNumber: 4 }],
+      ['orders-0', { pod: 'orders-0', role: 'Leader', alive: true, writerCheckpoint: 2000, epochNumber: 4, instanceId: 'i0' }],
+      ['orders-1', { pod: 'orders-1', role: 'Follower', alive: true, writerCheckpoint: 1500, epochNumber: 4, instanceId: 'i1' }],
       ['orders-2', { pod: 'orders-2', role: 'Unreachable', alive: false }],
     ]);
-    const view = buildStatusView({ ...input, live });
-    expect(view.nodes.map((node) => [node.pod, node.role, node.epoch, node.lagBytes, node.source])).toEqual([
-      ['orders-0', 'Leader', 4, 0, 'live'],
-      ['orders-1', 'Follower', 4, 500, 'live'],
-      ['orders-2', 'Follower', 3, 1050, 'status'],
+    const replicas = replicaReports({ replication: { state: 'Leader', replicas: { i1: { lagBytes: 480, caughtUp: false, ackedPosition: 1520 }, i9: { lagBytes: 'x' } } } });
+    expect(replicas).toEqual([{ instanceId: 'i1', lagBytes: 480, caughtUp: false }]);
+    const view = buildStatusView({ ...input, live, replicas });
+    expect(view.nodes.map((node) => [node.pod, node.role, node.epoch, node.lagBytes, node.ackedLagBytes, node.caughtUp, node.source])).toEqual([
+      ['orders-0', 'Leader', 4, 0, 0, true, 'live'],
+      ['orders-1', 'Follower', 4, 500, 480, false, 'live'],
+      ['orders-2', 'Follower', 3, 1050, undefined, undefined, 'status'],
     ]);
+    expect(replicaReports(undefined)).toEqual([]);
   });
 
   it('renders plain aligned text without colour, and ANSI colour on a terminal', () => {
@@ -89,8 +92,8 @@ describe('the status view', () => {
     expect(plain).not.toContain('\u001b[');
     expect(plain).toContain('Phase      Ready');
     const header = plain.split('\n').find((line) => line.startsWith('POD'));
-    expect(header).toMatch(/^POD\s+ROLE\s+READY\s+EPOCH\s+WRITER\s+CHASER\s+LAG\s+RESTARTS\s+IMAGE\s+STORAGE\s+SOURCE$/);
-    expect(plain).toMatch(/orders-0\s+Follower\s+true\s+3\s+900\s+900\s+100 B\s+2\s+eventdb:0.2.0\s+data 256Mi Bound\s+status/);
+    expect(header).toMatch(/^POD\s+ROLE\s+READY\s+EPOCH\s+WRITER\s+CHASER\s+LAG\s+UNACKED\s+CAUGHT-UP\s+RESTARTS\s+IMAGE\s+STORAGE\s+SOURCE$/);
+    expect(plain).toMatch(/orders-0\s+Follower\s+true\s+3\s+900\s+900\s+100 B\s+-\s+-\s+2\s+eventdb:0.2.0\s+data 256Mi Bound\s+status/);
     expect(plain).toContain('Operation     Backup: snapshot data of orders-0, since 2026-12-02T01:58:00Z (2m0s ago)');
     expect(plain).toContain('last completed b1 (VolumeSnapshot, writer 800)');
     expect(plain).toContain('weekly: Waiting; last Success');

@@ -19,6 +19,15 @@ export interface LiveMember {
   readonly chaserCheckpoint?: number;
   readonly epochNumber?: number;
   readonly certificateFingerprint?: string;
+  readonly instanceId?: string;
+}
+
+/** The leader's own replication report (GET /stats: replication.replicas), by instance id. */
+export interface ReplicaReport {
+  readonly instanceId: string;
+  /** The leader's durable position minus what the replica acknowledged. */
+  readonly lagBytes: number;
+  readonly caughtUp: boolean;
 }
 
 export interface StatusInput {
@@ -30,6 +39,8 @@ export interface StatusInput {
   readonly events: readonly ObjectLike[];
   /** Each running node's own gossip (undefined: the nodes were not asked). */
   readonly live: ReadonlyMap<string, LiveMember> | undefined;
+  /** The leader's replication report, when it could be read. */
+  readonly replicas?: readonly ReplicaReport[];
   readonly nowMs: number;
 }
 
@@ -43,6 +54,9 @@ export interface NodeRow {
   readonly chaserCheckpoint: number | undefined;
   /** Leader's writer checkpoint minus this node's; undefined without both. */
   readonly lagBytes: number | undefined;
+  /** From the leader's /stats: what it sent and the replica has not acknowledged, and whether it counts as caught up. */
+  readonly ackedLagBytes: number | undefined;
+  readonly caughtUp: boolean | undefined;
   readonly image: string | undefined;
   readonly restarts: number;
   readonly storage: string | undefined;
@@ -157,10 +171,18 @@ export function buildStatusView(input: StatusInput): StatusView {
   });
   const leaderRow = rowsWithoutLag.find((row) => row.role === 'Leader' && row.alive) ?? rowsWithoutLag.find((row) => row.pod === status['leader']);
   const leaderCheckpoint = leaderRow?.writerCheckpoint;
-  const nodes: NodeRow[] = rowsWithoutLag.map((row) => ({
-    ...row,
-    lagBytes: leaderCheckpoint === undefined || row.writerCheckpoint === undefined ? undefined : Math.max(0, leaderCheckpoint - row.writerCheckpoint),
-  }));
+  const reports = new Map((input.replicas ?? []).map((report) => [report.instanceId, report]));
+  const nodes: NodeRow[] = rowsWithoutLag.map((row) => {
+    const instanceId = input.live?.get(row.pod)?.instanceId;
+    const report = instanceId === undefined ? undefined : reports.get(instanceId);
+    const isLeader = row.pod === leaderRow?.pod;
+    return {
+      ...row,
+      lagBytes: leaderCheckpoint === undefined || row.writerCheckpoint === undefined ? undefined : Math.max(0, leaderCheckpoint - row.writerCheckpoint),
+      ackedLagBytes: isLeader && input.replicas !== undefined ? 0 : report?.lagBytes,
+      caughtUp: isLeader && input.replicas !== undefined ? true : report?.caughtUp,
+    };
+  });
   const certificates = (status['certificates'] ?? {}) as Any;
   const notAfterMs = time(certificates['notAfter']);
   const fingerprints = [...new Set(nodes.map((node) => input.live?.get(node.pod)?.certificateFingerprint ?? members.get(node.pod)?.certificateFingerprint).filter((value): value is string => value !== undefined))];
@@ -252,6 +274,15 @@ export function buildStatusView(input: StatusInput): StatusView {
     warnings,
     healthy: phase === 'Ready' && nodes.length > 0 && nodes.every((node) => node.ready && node.alive),
   };
+}
+
+/** replication.replicas of the leader's GET /stats (absent or malformed: none). */
+export function replicaReports(stats: unknown): ReplicaReport[] {
+  const replicas = (stats as Any | undefined)?.['replication']?.['replicas'];
+  if (replicas === null || typeof replicas !== 'object') return [];
+  return Object.entries(replicas as Record<string, Any>)
+    .filter(([, value]) => value !== null && typeof value === 'object' && typeof value['lagBytes'] === 'number')
+    .map(([instanceId, value]) => ({ instanceId, lagBytes: Number(value['lagBytes']), caughtUp: value['caughtUp'] === true }));
 }
 
 /** orders-0, orders-1, ..., orders-10, then orders-replica-0, ... */

@@ -29,7 +29,7 @@ import { interleave, parseLogLine, renderLogEntry } from './logs.js';
 import { oneOffSchedule, stamp } from './one-off.js';
 import { REDACTED, redactList, redactObject, redactSecret, redactionNotice, scrubText, secretValues, type RedactedSecret } from './redact.js';
 import { formatData, paint, renderStatus, table } from './render.js';
-import { buildStatusView, type StatusView } from './status-view.js';
+import { buildStatusView, replicaReports, type ReplicaReport, type StatusView } from './status-view.js';
 import { tarGz, type TarEntry } from './tar.js';
 
 export interface Terminal {
@@ -108,8 +108,20 @@ async function gatherStatus(io: PluginIo, name: string, term: Terminal): Promise
   ]);
   const nodes = new ClusterNodes(io, handle);
   let live: Awaited<ReturnType<ClusterNodes['members']>> | undefined;
+  let replicas: ReplicaReport[] | undefined;
   try {
     live = await nodes.members();
+    // The leader's own account of each replica (acknowledged position, caught up), from /stats.
+    const leader = [...live.values()].find((member) => member.role === 'Leader' && member.alive);
+    const leaderPod = handle.pods.find((pod) => pod.name === leader?.pod);
+    if (leaderPod !== undefined) {
+      try {
+        const answer = await nodes.request(leaderPod, '/stats', { headers: { accept: 'application/json' }, credentials: await credentialsOf(io, handle, 'admin') });
+        if (answer.status === 200) replicas = replicaReports(JSON.parse(answer.text));
+      } catch {
+        replicas = undefined; // no credentials to read, or no answer: the gossip lag stands alone
+      }
+    }
   } catch (err: unknown) {
     term.stderr(`warning: the nodes could not be asked (${(err as Error).message}); node data from status.members\n`);
   } finally {
@@ -117,7 +129,7 @@ async function gatherStatus(io: PluginIo, name: string, term: Terminal): Promise
   }
   const mine = (object: KubeObject): boolean => ((object['spec'] as Any | undefined)?.['cluster']?.['name'] ?? '') === name;
   const related = new Set([name, ...podObjects.map((pod) => pod.metadata.name ?? ''), ...backups.filter(mine).map((b) => b.metadata.name ?? ''), ...schedules.filter(mine).map((s) => s.metadata.name ?? '')]);
-  const view = buildStatusView({ cluster: handle.cluster, pods: podObjects, claims, backups, schedules, events: eventsAbout(events, related), live, nowMs: term.nowMs() });
+  const view = buildStatusView({ cluster: handle.cluster, pods: podObjects, claims, backups, schedules, events: eventsAbout(events, related), live, ...(replicas === undefined ? {} : { replicas }), nowMs: term.nowMs() });
   return { view, handle };
 }
 

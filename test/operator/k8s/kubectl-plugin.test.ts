@@ -80,7 +80,7 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     expect(text.stdout).toContain('Verdict: healthy');
     const json = await plugin(['status', 'orders', '-n', ns, '-o', 'json']);
     expect(json.code, show(json)).toBe(0);
-    const view = JSON.parse(json.stdout) as { phase: string; nodes: { pod: string; role: string; lagBytes: number; source: string; writerCheckpoint: number }[] };
+    const view = JSON.parse(json.stdout) as { phase: string; nodes: { pod: string; role: string; lagBytes: number; ackedLagBytes?: number; source: string; writerCheckpoint: number }[] };
     expect(view.phase).toBe('Ready');
     expect(view.nodes.map((node) => node.role).sort()).toEqual(['Follower', 'Follower', 'Leader']);
     // every node answered its own gossip through the port-forward, verified with the cluster CA
@@ -90,6 +90,8 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
       expect(node.writerCheckpoint).toBeGreaterThan(0);
     }
     expect(view.nodes.find((node) => node.role === 'Leader')?.lagBytes).toBe(0);
+    // and the leader's own account of each follower (its /stats replication report, by instance id)
+    for (const node of view.nodes.filter((candidate) => candidate.role === 'Follower')) expect(typeof node.ackedLagBytes, node.pod).toBe('number');
   });
 
   it('append then read returns the events with the admin credentials', async () => {
