@@ -118,7 +118,7 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     const run = await plugin(['backup', 'orders', '--name', 'plugin-snap', '--snapshot-class', 'csi-hostpath-snapclass', '--wait', '--timeout', '6m', '-n', ns], 420_000);
     expect(run.code, show(run)).toBe(0);
     expect(run.stdout).toMatch(/^Verdict: Completed: Backup plugin-snap of orders-\d \(Follower\), writer checkpoint \d+/);
-    expect(run.stderr).toContain('Running');
+    expect(run.stderr).toContain('backup.eventdb.io/plugin-snap created');
     const backup = await getBackup(ns, 'plugin-snap');
     expect(backup?.status?.phase).toBe('Completed');
     await waitClusterReady(ns, 'orders', 300_000);
