@@ -368,14 +368,16 @@ async function scavenge(command: C<'scavenge'>, io: PluginIo, term: Terminal): P
   const deadline = term.nowMs() + command.timeoutMs + (atMs - term.nowMs());
   let last = '';
   let result: Any | undefined;
-  let final: KubeObject | undefined;
+  // The cycle's nodes as last seen: the history entry that replaces currentCycle has none.
+  let lastNodes: Any[] = [];
   try {
     while (!term.signal.aborted) {
-      final = await io.api.get(SCAVENGE_SCHEDULES, io.namespace, name);
-      const status = (final?.['status'] ?? {}) as Any;
+      const schedule = await io.api.get(SCAVENGE_SCHEDULES, io.namespace, name);
+      const status = (schedule?.['status'] ?? {}) as Any;
       const ready = ((status['conditions'] ?? []) as Any[]).find((condition) => condition['type'] === 'Ready');
       const history = (status['history'] ?? []) as Any[];
       const cycle = status['currentCycle'] as Any | undefined;
+      if (Array.isArray(cycle?.['nodes'])) lastNodes = cycle['nodes'] as Any[];
       const nodes = ((cycle?.['nodes'] ?? []) as Any[]).map((node) => `${node['pod']} ${node['result'] ?? 'Pending'}`).join(', ');
       const progress = `${status['state'] ?? 'Waiting'}${nodes === '' ? '' : `: ${nodes}`}${ready?.['status'] === 'False' ? ` (${ready['reason']}: ${ready['message']})` : ''}`;
       if (progress !== last) term.stderr(`  ${new Date(term.nowMs()).toISOString().slice(11, 19)} ${progress}\n`);
@@ -399,9 +401,9 @@ async function scavenge(command: C<'scavenge'>, io: PluginIo, term: Terminal): P
     await io.api.delete(SCAVENGE_SCHEDULES, io.namespace, name).catch(() => false);
   }
   const ok = result['result'] === 'Success';
-  const nodes = (((final?.['status'] as Any | undefined)?.['currentCycle'] as Any | undefined)?.['nodes'] ?? []) as Any[];
+  const nodes = lastNodes.map((node) => ({ pod: String(node['pod']), ...(node['role'] === undefined ? {} : { role: String(node['role']) }), result: String(node['result'] ?? 'Pending') }));
   const p = paint(term.tty);
-  emit(term, command, { schedule: name, cycle: result, nodes }, () => `${ok ? p.green('Verdict: Success') : p.red(`Verdict: ${result?.['result']}`)}: cycle ${result?.['id']} from ${result?.['startedAt']} to ${result?.['finishedAt'] ?? '-'} (followers first, the leader last); one-off schedule ${name} deleted\n`);
+  emit(term, command, { schedule: name, cycle: result, nodes }, () => `${ok ? p.green('Verdict: Success') : p.red(`Verdict: ${result?.['result']}`)}: cycle ${result?.['id']} from ${result?.['startedAt']} to ${result?.['finishedAt'] ?? '-'}, in order: ${nodes.map((node) => `${node.pod} ${node.result}`).join(', ') || '-'}; one-off schedule ${name} deleted\n`);
   return ok ? 0 : 1;
 }
 

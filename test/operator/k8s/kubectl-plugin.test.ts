@@ -4,7 +4,8 @@
 // prints, its exit code and what changed in the cluster: status lists every node with the right
 // roles and a lag; append then read returns the events; backup --wait ends with a Completed
 // Backup; report's archive holds the expected files and not one Secret value; logs interleave
-// all nodes by time; restart of a follower brings it back; the day-2 verbs the operator lacks
+// all nodes by time; restart of a follower brings it back; scavenge --wait runs one cycle, followers
+// first and the leader last; the day-2 verbs the operator lacks
 // exit 1 saying so; a bad option exits 2 naming it.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -182,6 +183,22 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     expect(after?.uid).not.toBe(follower?.uid);
     await waitClusterReady(ns, 'orders', 300_000);
   }, 400_000);
+
+  it('scavenge --wait runs one cycle through a one-shot schedule: followers first, the leader last; the schedule is gone after', async () => {
+    const cluster = await waitClusterReady(ns, 'orders', 300_000);
+    const leaderBefore = cluster.status?.leader ?? '';
+    const run = await plugin(['scavenge', 'orders', '--wait', '--timeout', '5m', '-n', ns, '-o', 'json'], 480_000);
+    expect(run.code, show(run)).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { schedule: string; cycle: { result: string }; nodes: { pod: string; result: string }[] };
+    expect(outcome.cycle.result).toBe('Success');
+    expect(outcome.nodes.map((node) => node.result)).toEqual(['Success', 'Success', 'Success']);
+    expect(outcome.nodes.map((node) => node.pod).sort()).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(outcome.nodes[2]?.pod).toBe(leaderBefore);
+    expect(run.stderr).toContain('the ScavengeSchedule API has no run-now trigger');
+    const left = await plugin(['status', 'orders', '-n', ns, '-o', 'json']);
+    expect((JSON.parse(left.stdout) as { scavenges: unknown[] }).scavenges).toEqual([]);
+    await waitClusterReady(ns, 'orders', 300_000);
+  }, 600_000);
 
   it('the day-2 verbs the operator does not support yet exit 1 and change nothing; a bad option exits 2 naming it', async () => {
     const before = await getCluster(ns, 'orders');
