@@ -14,3 +14,15 @@ run: build ## local kind cluster (or $KUBECONFIG), images, the operator chart an
 
 run-stop: ## delete what make run made (the demo cluster with its data, the operator); the kind cluster stays
 	operator/scripts/run.sh stop
+
+#: PREFIX   the PATH directory `make plugin` links kubectl-eventdb into (default /usr/local/bin)
+PREFIX ?= /usr/local/bin
+.PHONY: plugin plugin-uninstall
+plugin: deps ## install the kubectl plugin: compiles, then links $(PREFIX)/kubectl-eventdb to operator/bin/kubectl-eventdb (`kubectl eventdb --help`)
+	npx tsc -p tsconfig.json
+	@mkdir -p "$(PREFIX)"
+	ln -sfn "$(CURDIR)/operator/bin/kubectl-eventdb" "$(PREFIX)/kubectl-eventdb"
+	@echo "kubectl-eventdb linked into $(PREFIX); try: kubectl eventdb --help"
+
+plugin-uninstall: ## remove the link `make plugin` made
+	rm -f "$(PREFIX)/kubectl-eventdb"
