@@ -5,6 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { api, createNamespace, ctx, deleteNamespace, kubectl, run, useNamespace, waitFor } from '../../k8s/helpers.js';
 import {
+  EVENTDB_CRDS,
   OPERATOR_IMAGE,
   REPO,
   SMALL_CLUSTER,
@@ -23,7 +24,8 @@ import {
   writeThenReadScript,
 } from './operator-support.js';
 
-const CRDS = ['eventdbclusters.eventdb.io', 'scavengeschedules.eventdb.io', 'backups.eventdb.io'];
+// every CRD the chart installs (BackupSchedule too: one left behind blocks the chart's install)
+const CRDS = [...EVENTDB_CRDS];
 
 describe.skipIf(ctx().skipReason !== '')('installing the operator', () => {
   const namespace = useNamespace('edb-install');

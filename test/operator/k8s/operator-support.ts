@@ -22,11 +22,17 @@ export interface ClusterObject {
   status?: EventDBClusterStatus;
 }
 
+/** The operator's CRDs by name, one for each file of crds/ (`eventdb.io_<plural>.yaml`). */
+export const EVENTDB_CRDS: readonly string[] = fs.readdirSync(path.join(REPO, 'crds'))
+  .map((file) => /^eventdb\.io_([a-z]+)\.yaml$/.exec(file)?.[1])
+  .filter((plural): plural is string => plural !== undefined)
+  .map((plural) => `${plural}.eventdb.io`);
+
 /** Installs (or updates) the CRDs from crds/, as `kubectl apply --server-side` does. */
 export function installCrds(): void {
   const result = kubectl(['apply', '--server-side', '--force-conflicts', '-f', path.join(REPO, 'crds')]);
   if (result.status !== 0) throw new Error(`installing the CRDs failed:\n${result.out}`);
-  const established = kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/eventdbclusters.eventdb.io', 'crd/scavengeschedules.eventdb.io', 'crd/backups.eventdb.io']);
+  const established = kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...EVENTDB_CRDS.map((crd) => `crd/${crd}`)]);
   if (established.status !== 0) throw new Error(`CRDs not established:\n${established.out}`);
 }
 
