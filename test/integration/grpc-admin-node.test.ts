@@ -5,16 +5,16 @@
  * enabled, passwords changed and reset; a scavenge started and stopped; the ACLs of the HTTP
  * twins (a non-admin is refused, nothing changes); bad input answered INVALID_ARGUMENT.
  */
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDBClient, jsonEvent } from '@kurrent/kurrentdb-client';
 
-import { createCa, issueNodeCertificate } from '../support/certificates.js';
 import { httpsRequest } from '../support/https-client.js';
-import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
+import { startTlsNode } from '../support/tls-node.js';
+import { tempDir, type NodeProcess } from '../support/node-process.js';
 
 const require = createRequire(import.meta.url);
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -133,21 +133,11 @@ describe('TLS node: Users and Operations over gRPC', () => {
   let ops: any;
   const admin = (): import('@grpc/grpc-js').Metadata => metadataFor('admin', 'changeit');
   beforeAll(async () => {
-    const ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
-    const cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
-    const roots = join(dir.path, 'roots');
-    mkdirSync(roots);
-    copyFileSync(ca.certPath, join(roots, 'ca.crt'));
+    const tls = await startTlsNode(dir.path, { memDb: false, args: ['--db', join(dir.path, 'db'), '--index', join(dir.path, 'index'), '--chunk-size', '16384'] });
+    node = tls.node;
+    const ca = tls.ca;
     caPem = ca.certPem;
     caPath = ca.certPath;
-    node = await startNode({
-      insecure: false,
-      memDb: false,
-      args: [
-        '--certificate-file', cert.certPath, '--certificate-private-key-file', cert.keyPath, '--trusted-root-certificates-path', roots,
-        '--db', join(dir.path, 'db'), '--index', join(dir.path, 'index'), '--chunk-size', '16384',
-      ],
-    });
     const credentials = grpc.credentials.createSsl(readFileSync(ca.certPath));
     users = new usersGrpc.UsersClient(`localhost:${node.port}`, credentials);
     ops = new opsGrpc.OperationsClient(`localhost:${node.port}`, credentials);

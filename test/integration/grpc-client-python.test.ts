@@ -6,13 +6,12 @@
  * asserts on it as a user of that client would.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createCa, issueNodeCertificate } from '../support/certificates.js';
 import { pythonClientPython } from '../support/python-client.js';
+import { startTlsNode } from '../support/tls-node.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
 
 const SCRIPT = join(import.meta.dirname, 'python', 'kurrentdb_client_checks.py').replace(`${join('dist', 'test')}`, 'test');
@@ -111,16 +110,9 @@ describe('TLS node (ALPN h2): the official Python client with credentials and AC
   let node: NodeProcess;
   let caPath: string;
   beforeAll(async () => {
-    const ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
-    const cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
-    const roots = join(dir.path, 'roots');
-    mkdirSync(roots);
-    copyFileSync(ca.certPath, join(roots, 'ca.crt'));
-    caPath = ca.certPath;
-    node = await startNode({
-      insecure: false,
-      args: ['--certificate-file', cert.certPath, '--certificate-private-key-file', cert.keyPath, '--trusted-root-certificates-path', roots],
-    });
+    const tls = await startTlsNode(dir.path);
+    node = tls.node;
+    caPath = tls.ca.certPath;
   });
   afterAll(async () => {
     await node?.stop();

@@ -4,9 +4,7 @@
  * parked messages replayed, group management, groups shared with the HTTP API both ways, bad
  * input that changes nothing, and the ACLs of the HTTP twins (TLS node with credentials).
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   KurrentDBClient, START, jsonEvent, persistentSubscriptionToStreamSettingsFromDefaults,
@@ -14,7 +12,7 @@ import {
   type PersistentSubscriptionToStream, type PersistentSubscriptionToStreamResolvedEvent,
 } from '@kurrent/kurrentdb-client';
 
-import { createCa, issueNodeCertificate } from '../support/certificates.js';
+import { startTlsNode } from '../support/tls-node.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
 
 const WAIT_MS = 15_000;
@@ -237,16 +235,9 @@ describe('TLS node: persistent subscription ACLs over gRPC are those of HTTP', (
   const connect = (user: string): KurrentDBClient =>
     KurrentDBClient.connectionString(`kurrentdb://${user}@localhost:${node.port}?tls=true&tlsCAFile=${encodeURIComponent(caPath)}`);
   beforeAll(async () => {
-    const ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
-    const cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
-    const roots = join(dir.path, 'roots');
-    mkdirSync(roots);
-    copyFileSync(ca.certPath, join(roots, 'ca.crt'));
-    caPath = ca.certPath;
-    node = await startNode({
-      insecure: false,
-      args: ['--certificate-file', cert.certPath, '--certificate-private-key-file', cert.keyPath, '--trusted-root-certificates-path', roots],
-    });
+    const tls = await startTlsNode(dir.path);
+    node = tls.node;
+    caPath = tls.ca.certPath;
   });
   afterAll(async () => {
     await node?.stop();

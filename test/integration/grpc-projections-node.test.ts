@@ -6,8 +6,6 @@
  * decodes; transient / one-time creation and bad input through a connect client. Over TLS: a
  * caller without $admins cannot create or delete, anonymous callers read nothing.
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KurrentDBClient, jsonEvent } from '@kurrent/kurrentdb-client';
@@ -16,7 +14,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 
 import { Projections, type StatisticsResp } from '../../node/src/grpc/gen/eventdb/grpc/projections_pb.js';
 
-import { createCa, issueNodeCertificate } from '../support/certificates.js';
+import { startTlsNode } from '../support/tls-node.js';
 import { startNode, tempDir, type NodeProcess } from '../support/node-process.js';
 import { waitFor } from '../support/projection-helpers.js';
 
@@ -196,16 +194,9 @@ describe('TLS node: projection ACLs over gRPC', () => {
   const connect = (user: string): KurrentDBClient =>
     KurrentDBClient.connectionString(`kurrentdb://${user}@localhost:${node.port}?tls=true&tlsCAFile=${encodeURIComponent(caPath)}`);
   beforeAll(async () => {
-    const ca = createCa(join(dir.path, 'ca'), 'ca', 'EventDB Test CA');
-    const cert = issueNodeCertificate(join(dir.path, 'node'), 'node', ca);
-    const roots = join(dir.path, 'roots');
-    mkdirSync(roots);
-    copyFileSync(ca.certPath, join(roots, 'ca.crt'));
-    caPath = ca.certPath;
-    node = await startNode({
-      insecure: false,
-      args: [...PROJECTION_ARGS, '--certificate-file', cert.certPath, '--certificate-private-key-file', cert.keyPath, '--trusted-root-certificates-path', roots],
-    });
+    const tls = await startTlsNode(dir.path, { args: PROJECTION_ARGS });
+    node = tls.node;
+    caPath = tls.ca.certPath;
   });
   afterAll(async () => {
     await node?.stop();
