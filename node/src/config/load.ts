@@ -149,7 +149,6 @@ function loadConfigParseFlags(argv: readonly string[], issues: string[]): RawVal
  */
 function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): RawValues {
   const values: RawValues = new Map();
-  const rankOf = new Map<OptionName, number>();
   for (const [variable, value] of Object.entries(env)) {
     // EVENTSTORE_* and KURRENTDB_* are the original's names for the same options.
     const canonical = canonicalEnvName(variable);
@@ -160,15 +159,14 @@ function loadConfigParseEnv(env: LoadConfigInput['env'], warnings: string[]): Ra
       warnings.push(`unknown environment variable ${variable} ignored`);
       continue;
     }
-    const rank = envPrefixRank(variable);
     const earlier = values.get(name);
     if (earlier !== undefined) {
-      const kept = (rankOf.get(name) ?? 0) <= rank ? earlier.label : variable;
-      const dropped = kept === variable ? earlier.label : variable;
+      // the earlier value's label is its variable: its prefix says which one wins
+      const keepEarlier = envPrefixRank(earlier.label) <= envPrefixRank(variable);
+      const [kept, dropped] = keepEarlier ? [earlier.label, variable] : [variable, earlier.label];
       if (String(earlier.value) !== value) warnings.push(`${dropped} ignored: ${kept} sets the same option and takes precedence`);
-      if (kept !== variable) continue;
+      if (keepEarlier) continue;
     }
-    rankOf.set(name, rank);
     values.set(name, { value, source: 'env', label: variable });
   }
   return values;
