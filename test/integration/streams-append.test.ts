@@ -1,3 +1,6 @@
+import { connect } from 'node:net';
+import { once } from 'node:events';
+import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -6,6 +9,7 @@ import {
   newEvent,
   uniqueStream,
 } from '../support/http-client.js';
+import { ADMIN_AUTHORIZATION } from '../support/credentials.js';
 import { EXPECTED_VERSION_MATRIX, type StreamState } from '../support/expected-version-matrix.js';
 import { useNode } from '../support/use-node.js';
 
@@ -246,6 +250,64 @@ describe('POST /streams/{stream}', () => {
     expect(response.status).toBe(413);
     expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(response.text).toBe(`Request body too large: at most ${limitBytes} bytes are accepted here.`);
+    expect(await eventCount(stream)).toBe(0);
+  });
+
+  it('answers 413 to a body far over the limit, chunked or with a Content-Length', async () => {
+    const stream = uniqueStream('huger');
+    const limitBytes = 2 * 4 * 1024 * 1024;
+    const body = Buffer.alloc(8 * limitBytes, 0x20); // 64 MiB: still being sent when the answer is ready
+    for (const chunked of [false, true]) {
+      const response = await http('POST', `/streams/${stream}`, {
+        headers: { 'content-type': EVENTS_JSON },
+        // a stream body has no Content-Length: the limit is found while reading
+        body: chunked ? (Readable.from([body.subarray(0, limitBytes), body.subarray(limitBytes)]) ) : body,
+      });
+      expect(response.status, chunked ? 'chunked' : 'with Content-Length').toBe(413);
+      expect(response.text).toBe(`Request body too large: at most ${limitBytes} bytes are accepted here.`);
+    }
+    expect(await eventCount(stream)).toBe(0);
+  });
+
+  it('answers 413 to a client that sends its whole body before it reads (the answer is not lost to a reset)', async () => {
+    // A client busy sending (or slow to be scheduled, as on a loaded machine) reads the answer
+    // only after its last byte: a server that closed the connection early would have answered
+    // those bytes with a reset, which discards the 413 unread in the client's socket.
+    const stream = uniqueStream('slow-reader');
+    const limitBytes = 2 * 4 * 1024 * 1024;
+    const { hostname, port } = new URL(running.node.baseUrl);
+    const socket = connect({ host: hostname, port: Number(port) });
+    try {
+      await once(socket, 'connect');
+      socket.on('error', () => {}); // a reset fails the write below, which is what this test reports
+      socket.pause();
+      const bodyBytes = 4 * limitBytes;
+      socket.write(
+        `POST /streams/${stream} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${ADMIN_AUTHORIZATION}\r\n` +
+          `Content-Type: ${EVENTS_JSON}\r\nContent-Length: ${bodyBytes}\r\n\r\n`,
+      );
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      for (let sent = 0; sent < bodyBytes; sent += chunk.length) {
+        await new Promise<void>((resolve, reject) => socket.write(chunk, (err) => (err ? reject(err) : resolve())));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const chunks: Buffer[] = [];
+      socket.on('data', (data: Buffer) => chunks.push(data));
+      socket.resume();
+      await new Promise<void>((resolve, reject) => {
+        socket.once('end', resolve);
+        socket.once('error', reject);
+        const poll = setInterval(() => {
+          if (Buffer.concat(chunks).includes('accepted here.')) { clearInterval(poll); resolve(); }
+        }, 20);
+        socket.once('close', () => clearInterval(poll));
+      });
+      const answer = Buffer.concat(chunks).toString('utf8');
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 413 Payload Too Large');
+      expect(answer).toContain(`Request body too large: at most ${limitBytes} bytes are accepted here.`);
+    } finally {
+      socket.destroy();
+    }
     expect(await eventCount(stream)).toBe(0);
   });
 

@@ -38,7 +38,21 @@ kind_() {
 
 engine() { if [[ "$prov" == docker ]]; then docker "$@"; else podman "$@"; fi; }
 
-cluster_exists() { kind_ get clusters 2>/dev/null | grep -qx "$cluster"; }
+# Whether this checkout's cluster exists. Listing goes through podman, which fails now and then while another podman
+# command holds its lock (an image load or save beside it): a failed listing is retried, never read as "no cluster"
+# (CI once failed a test with "does not run" against a running cluster).
+cluster_exists() {
+  local out i
+  for ((i = 1; i <= 10; i++)); do
+    if out="$(kind_ get clusters 2>&1)"; then
+      grep -qx "$cluster" <<<"$out"
+      return
+    fi
+    log "listing kind clusters failed (attempt $i of 10): ${out//$'\n'/ }"
+    sleep 2
+  done
+  die "cannot list kind clusters: ${out//$'\n'/ }"
+}
 node_names() { kind_ get nodes --name "$cluster" 2>/dev/null; }
 
 wait_for() { # wait_for SECONDS DESCRIPTION CMD...

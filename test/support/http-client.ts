@@ -3,6 +3,7 @@
  * phrase, headers and body text, and sends admin credentials unless told otherwise.
  */
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { ADMIN_AUTHORIZATION } from './credentials.js';
 
 export interface HttpResponse {
@@ -16,7 +17,8 @@ export interface HttpResponse {
 
 export interface HttpOptions {
   readonly headers?: Record<string, string>;
-  readonly body?: string | Buffer;
+  /** A Readable is sent chunked (no Content-Length). */
+  readonly body?: string | Buffer | Readable;
   /** Default true: send admin credentials. */
   readonly auth?: boolean;
 }
@@ -30,7 +32,9 @@ export function httpClient(baseUrl: string) {
     const headers: Record<string, string> = { ...options.headers };
     if (options.auth !== false) headers.authorization ??= ADMIN_AUTHORIZATION;
     const url = path.startsWith('http') ? path : `${baseUrl}${path}`;
-    const response = await fetch(url, { method, headers, body: options.body, redirect: 'manual' });
+    const streamed = options.body instanceof Readable;
+    const body = streamed ? (Readable.toWeb(options.body as Readable) as ReadableStream) : (options.body as string | Buffer | undefined);
+    const response = await fetch(url, { method, headers, body, redirect: 'manual', ...(streamed ? { duplex: 'half' } : {}) } as RequestInit);
     const bytes = Buffer.from(await response.arrayBuffer());
     const text = bytes.toString('utf8');
     return {

@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { EventDbError, FatalError, type ErrorCode } from '../errors.js';
 import { WWW_AUTHENTICATE_VALUE } from './security/http-auth.js';
+import { drainRequestBody } from './body-drain.js';
 
 /** 400 with `message` as the body. */
 export function badRequest(message: string, details: Record<string, unknown> = {}): EventDbError {
@@ -103,5 +104,11 @@ export function handleError(
 }
 
 export function registerErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((err, request, reply) => handleError(err, request, reply));
+  app.setErrorHandler(async (err, request, reply) => {
+    // A refused body (too large, unparsable) is read away first (api/body-drain.ts): the client
+    // then reads the answer instead of a reset when the connection closes.
+    const status = (err as FastifyError).statusCode;
+    if (!request.raw.complete && status !== undefined && status < 500) await drainRequestBody(request.raw);
+    return handleError(err, request, reply);
+  });
 }
