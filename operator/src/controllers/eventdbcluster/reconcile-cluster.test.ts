@@ -16,7 +16,7 @@ import type { EventInput } from '../../runtime/events.js';
 import { FakeKubeApi } from '../../runtime/fake-kube-api.js';
 import { Informer } from '../../runtime/informer.js';
 import { InformerSet } from '../../runtime/informer-set.js';
-import type { KubeObject } from '../../runtime/kube-api.js';
+import { KubeApiError, type KubeObject } from '../../runtime/kube-api.js';
 import { OperatorMetrics, valueOf } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildCredentialsSecret } from '../../resources/backup-objects.js';
@@ -618,6 +618,58 @@ describe('reconcileCluster', () => {
     expect(harness.status().nextMaintenanceWindow).toBe('2026-03-07T01:00:00.000Z');
     expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ reason: 'WaitingForMaintenanceWindow' });
     expect(result.requeueAfterMs).toBe(60_000);
+  });
+
+  it('grows the PVCs when spec.storage.data.size grows, reports the resize until the capacity follows, and says when none are left', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, storage: { data: { size: '1Gi' } } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '1Gi' } } }, { subresource: 'status' });
+    await harness.reconcile();
+    expect(harness.status().conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'True', reason: 'VolumesAtSize' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { storage: { data: { size: '3Gi' } } } });
+    const result = await harness.reconcile();
+    const claim = harness.api.objects(PVCS).find((object) => object.metadata.name === 'data-orders-0');
+    expect((claim?.['spec'] as { resources: { requests: { storage: string } } }).resources.requests.storage).toBe('3Gi');
+    expect(harness.events.find((event) => event.reason === 'VolumeExpansionStarted')?.note).toBe('data-orders-0: request raised from 1Gi to 3Gi');
+    expect(result.requeueAfterMs).toBeLessThanOrEqual(5000);
+    // the CSI driver resized the volume; the kubelet has not grown the file system yet
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '1Gi' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] } }, { subresource: 'status' });
+    await harness.reconcile();
+    let status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'False', reason: 'Expanding', message: 'expanding data-orders-0: capacity 1Gi, FileSystemResizePending' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'True', reason: 'ExpandingVolumes' });
+    expect(status.phase).toBe('Ready');
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '3Gi' }, conditions: null } }, { subresource: 'status' });
+    await harness.reconcile();
+    status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'True', reason: 'VolumesAtSize' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'False' });
+    expect(harness.events.map((event) => event.reason)).toContain('VolumesExpanded');
+    expect(harness.events.filter((event) => event.reason === 'VolumeExpansionStarted')).toHaveLength(1);
+  });
+
+  it('reports a PVC the apiserver will not expand (StorageClass without allowVolumeExpansion) as Stalled, with one Warning Event', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, storage: { data: { size: '1Gi' } } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { storage: { data: { size: '3Gi' } } } });
+    const refusal = 'persistentvolumeclaims "data-orders-0" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize';
+    for (let i = 0; i < 3; i++) {
+      harness.api.failNext.set('patch', new KubeApiError(403, 'Forbidden', refusal));
+      await harness.reconcile();
+    }
+    const claim = harness.api.objects(PVCS).find((object) => object.metadata.name === 'data-orders-0');
+    expect((claim?.['spec'] as { resources: { requests: { storage: string } } }).resources.requests.storage).toBe('1Gi');
+    const status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'False', reason: 'ExpansionRefused' });
+    expect(status.conditions?.find((condition) => condition.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'VolumeExpansionRefused' });
+    expect(status.conditions?.find((condition) => condition.type === 'Stalled')?.message).toContain('allowVolumeExpansion');
+    expect(harness.events.filter((event) => event.reason === 'VolumeExpansionRefused')).toHaveLength(1);
   });
 
   it('recreates a pod someone deleted, on the same PVC', async () => {

@@ -14,6 +14,7 @@
  *   ensure-config        ConfigMap <cluster>-config
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
+ *   grow-volumes         a bigger spec.storage size: raise the existing PVCs' requests, report the resize
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
  *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each;
  *                        next to a backup, scavenge, rolling update or scale, never behind it
@@ -31,13 +32,13 @@ import type { Clock } from '../../runtime/clock.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
-import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import { isNotFound, isConflict, KubeApiError, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
 import { runSteps, type Step, type StepOutcome } from '../../runtime/steps.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildRestoreJob, credentialsSecretName, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
 import { decodeSecretValue } from '../../resources/secrets.js';
-import { dataClaimName } from '../../resources/names.js';
+import { dataClaimName, indexClaimName } from '../../resources/names.js';
 import { buildConfigMap } from '../../resources/config-map.js';
 import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
 import type { ClusterIdentity } from '../../resources/labels.js';
@@ -45,7 +46,7 @@ import { nodesServeTls, renderNodeConfigFile } from '../../resources/node-settin
 import { buildPdb } from '../../resources/pdb.js';
 import { buildPod, podRevision } from '../../resources/pod.js';
 import { buildServices } from '../../resources/services.js';
-import { buildClaims, type ClaimSnapshots } from '../../resources/storage.js';
+import { buildClaims, planVolumeGrowth, volumesCondition, type ClaimObservation, type ClaimSnapshots, type VolumesConditionState } from '../../resources/storage.js';
 import { canonicalJson } from '../../resources/revision.js';
 import { nodeTlsSecretName } from '../../resources/names.js';
 import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, nodeTrustCertificates, opsCredentials } from './children.js';
@@ -53,7 +54,7 @@ import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
-import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
+import { CONDITION_CERTIFICATES, CONDITION_VOLUMES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
 import type { NodeSignaller } from '../../node-client/node-signal.js';
 import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, methodInWords, nodeVerdict, recordFailure, recordSignalFailure, recordVerified, reloadMethod, rotationNeeded, rotationPlacement, remainingNodes, withoutSignal } from './certificate-rotation.js';
 import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
@@ -81,6 +82,7 @@ export interface ClusterControllerDeps {
 export const BUSY_REQUEUE_MS = 2000;
 export const IDLE_REQUEUE_MS = 15_000;
 const WINDOW_POLL_MAX_MS = 60_000;
+const VOLUME_RESIZE_POLL_MS = 5000;
 
 interface ReconcileState {
   readonly deps: ClusterControllerDeps;
@@ -114,6 +116,8 @@ interface ReconcileState {
   /** spec.sourceBackup while the cluster is being bootstrapped from it. */
   restore?: RestoreSource;
   restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** Set by grow-volumes: the VolumesExpanded condition. */
+  volumes?: VolumesConditionState;
 }
 
 /** What the new nodes' volumes are made from. */
@@ -137,6 +141,7 @@ export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'ensure-config', run: ensureConfig },
   { name: 'ensure-services', run: ensureServices },
   { name: 'ensure-pdb', run: ensurePdb },
+  { name: 'grow-volumes', run: growVolumes },
   { name: 'sync-role-labels', run: syncRoleLabels },
   { name: 'reload-certificates', run: reloadCertificates },
   { name: 'hold-for-backup', run: holdForBackup },
@@ -165,6 +170,8 @@ export async function reconcileCluster(deps: ClusterControllerDeps, context: Rec
       await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
     },
   });
+  // A resize in progress is looked at again soon, whatever else the cluster does.
+  if (state.volumes?.reason === 'Expanding') state.requeueAfterMs = Math.min(state.requeueAfterMs ?? IDLE_REQUEUE_MS, VOLUME_RESIZE_POLL_MS);
   await writeStatus(state);
   reportMetrics(state);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
@@ -355,6 +362,51 @@ async function ensureServices(state: ReconcileState): Promise<StepOutcome> {
 async function ensurePdb(state: ReconcileState): Promise<StepOutcome> {
   const size = configuredSize(state.pods, state.spec?.replicas ?? 1);
   await state.deps.applier.apply(PDBS, buildPdb(state.identity, Math.min(size, state.spec?.replicas ?? size)));
+  return 'continue';
+}
+
+/**
+ * Volume growth: spec.storage.data.size / index.size bigger than a PVC's request raises that
+ * request (merge patch); the CSI driver and the kubelet resize the volume (online where the
+ * driver can), and VolumesExpanded says how far each claim is (its own conditions such as
+ * FileSystemResizePending). A StorageClass without allowVolumeExpansion makes the apiserver
+ * refuse the patch: VolumesExpanded=False ExpansionRefused, Stalled=True, a Warning Event.
+ * Needs no restart, so it runs at any time, outside maintenance windows and operations.
+ */
+async function growVolumes(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const { api } = state.deps;
+  const { namespace } = state.identity;
+  const observed: ClaimObservation[] = [];
+  for (const pod of state.pods) {
+    observed.push({ name: dataClaimName(pod.name), claim: await api.get(PVCS, namespace, dataClaimName(pod.name)), desiredSize: spec.storage.data.size });
+    if (spec.storage.index !== undefined) {
+      observed.push({ name: indexClaimName(pod.name), claim: await api.get(PVCS, namespace, indexClaimName(pod.name)), desiredSize: spec.storage.index.size });
+    }
+  }
+  const plan = planVolumeGrowth(observed);
+  const expanded: string[] = [];
+  const refused: { name: string; message: string }[] = [];
+  for (const claim of plan.expand) {
+    try {
+      await api.patch(PVCS, namespace, claim.name, claim.patch);
+      expanded.push(claim.name);
+      await emit(state, { type: 'Normal', reason: 'VolumeExpansionStarted', action: 'Expand', note: `${claim.name}: request raised from ${claim.fromSize} to ${claim.toSize}` });
+    } catch (err: unknown) {
+      if (isNotFound(err)) continue;
+      if (!(err instanceof KubeApiError) || (err.statusCode !== 403 && err.statusCode !== 422)) throw err;
+      refused.push({ name: claim.name, message: err.message });
+    }
+  }
+  const condition = volumesCondition({ plan, expanded, refused, claims: observed.filter((entry) => entry.claim !== undefined).length });
+  const said = state.previous?.conditions?.find((entry) => entry.type === CONDITION_VOLUMES);
+  if (condition.reason === 'ExpansionRefused' && (said?.reason !== condition.reason || said.message !== condition.message)) {
+    await emit(state, { type: 'Warning', reason: 'VolumeExpansionRefused', action: 'Expand', note: condition.message });
+  }
+  if (condition.reason === 'VolumesAtSize' && said?.reason === 'Expanding') {
+    await emit(state, { type: 'Normal', reason: 'VolumesExpanded', action: 'Expand', note: condition.message });
+  }
+  state.volumes = condition;
   return 'continue';
 }
 
@@ -927,6 +979,7 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(spec === undefined ? {} : { credentials: { adminSecret: spec.users.admin.name, opsSecret: spec.users.ops.name } }),
     ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
     ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),
+    ...(state.volumes === undefined ? {} : { volumes: state.volumes }),
     ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
   };
 }

@@ -17,6 +17,8 @@ export const CONDITION_CERTIFICATES = 'CertificatesReloaded';
 /** kstatus' abnormal-true conditions, for Flux, kpt and `kubectl wait`. */
 export const CONDITION_RECONCILING = 'Reconciling';
 export const CONDITION_STALLED = 'Stalled';
+/** Where the PVCs stand against spec.storage (grow-volumes). */
+export const CONDITION_VOLUMES = 'VolumesExpanded';
 
 export interface StatusInput {
   readonly name: string;
@@ -46,6 +48,8 @@ export interface StatusInput {
   readonly nextMaintenanceWindow?: string;
   readonly restartedAt?: string;
   readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** VolumesExpanded, when grow-volumes looked at the PVCs in this reconcile (else what was said stands). */
+  readonly volumes?: ConditionState;
 }
 
 export type ConditionState = StatusInput['tls'];
@@ -199,16 +203,23 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
   set(degradedCondition(input, phase, health));
   set(quorumCondition(input, health));
   set({ type: CONDITION_CERTIFICATES, ...input.tls });
+  if (input.volumes !== undefined) set({ type: CONDITION_VOLUMES, ...input.volumes });
   const ready = conditions.find((condition) => condition.type === CONDITION_READY);
+  const volumesRefused = input.volumes?.reason === 'ExpansionRefused' ? input.volumes : undefined;
+  const volumesExpanding = input.volumes?.reason === 'Expanding' ? input.volumes : undefined;
   set(
     input.blocked !== undefined
       ? { type: CONDITION_STALLED, status: 'True', ...input.blocked }
-      : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
+      : volumesRefused !== undefined
+        ? { type: CONDITION_STALLED, status: 'True', reason: 'VolumeExpansionRefused', message: volumesRefused.message }
+        : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
   );
   set(
-    ready?.status === 'True' || input.blocked !== undefined || input.paused
+    input.blocked !== undefined || input.paused || (ready?.status === 'True' && volumesExpanding === undefined)
       ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : 'Reconciled', message: '' }
-      : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
+      : ready?.status === 'True' && volumesExpanding !== undefined
+        ? { type: CONDITION_RECONCILING, status: 'True', reason: 'ExpandingVolumes', message: volumesExpanding.message }
+        : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
   );
   const replicaPods = input.pods.filter((pod) => pod.kind === 'read-only-replica');
   const members = input.membersObserved
