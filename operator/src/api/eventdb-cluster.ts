@@ -253,6 +253,7 @@ export const OperationKind = z.enum([
   'Scavenge',
   'Backup',
   'Restore',
+  'Switchover',
 ]);
 export type OperationKind = z.infer<typeof OperationKind>;
 
@@ -262,7 +263,7 @@ export type OperationKind = z.infer<typeof OperationKind>;
  */
 export const OperationStatus = z.object({
   id: z.string().describe('Operation id, for eventdb.io/approve with updateStrategy Supervised.'),
-  kind: OperationKind.describe('RollingUpdate, Scale, CertificateReload, Scavenge, Backup or Restore.'),
+  kind: OperationKind.describe('RollingUpdate, Scale, CertificateReload, Scavenge, Backup, Restore or Switchover.'),
   step: z.string().describe('What is happening now, e.g. "restart orders-2".'),
   startedAt: Timestamp,
   reason: z.string().optional().describe('Why: ImageChanged, ConfigurationChanged, RestartRequested, ...'),

@@ -672,6 +672,52 @@ describe('reconcileCluster', () => {
     expect(harness.events.filter((event) => event.reason === 'VolumeExpansionRefused')).toHaveLength(1);
   });
 
+  it('switches over to the named follower: priorities set, the leader resigns, done when it leads; the annotation is cleared', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status()).toMatchObject({ phase: 'Ready', leader: 'orders-0' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/switchover': 'orders-2', 'eventdb.io/switchover-now': 'true' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    const posts = harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname.replace(/\.test$/, '')} ${request.url.pathname}`);
+    expect(posts).toEqual(['orders-0 /admin/node/priority/0', 'orders-1 /admin/node/priority/0', 'orders-2 /admin/node/priority/100', 'orders-0 /admin/node/resign']);
+    expect(harness.status().operation).toMatchObject({ kind: 'Switchover', pod: 'orders-2', previousLeader: 'orders-0' });
+    expect(harness.events.map((event) => event.reason)).toContain('SwitchoverStarted');
+    // the election: orders-2 leads
+    harness.gossip.set('orders-0', 'Follower');
+    harness.gossip.set('orders-2', 'Leader');
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status).toMatchObject({ leader: 'orders-2', lastOperation: { kind: 'Switchover', result: 'Succeeded' } });
+    expect(harness.events.find((event) => event.reason === 'SwitchoverCompleted')?.note).toMatch(/^switchover to orders-2 completed in [0-9.]+ s \(resigned: orders-0\)$/);
+    const annotations = harness.api.objects(EVENTDB_CLUSTERS)[0]?.metadata.annotations ?? {};
+    expect(annotations['eventdb.io/switchover']).toBeUndefined();
+    expect(annotations['eventdb.io/switchover-now']).toBeUndefined();
+  });
+
+  it('refuses a switchover to a pod that does not exist, with a Warning Event, and clears the annotation without touching a node', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/switchover': 'orders-9' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.requests.filter((request) => request.method === 'POST')).toEqual([]);
+    expect(harness.events.find((event) => event.reason === 'SwitchoverTargetNotFound')).toMatchObject({ type: 'Warning' });
+    expect(harness.api.objects(EVENTDB_CLUSTERS)[0]?.metadata.annotations?.['eventdb.io/switchover']).toBeUndefined();
+    expect(harness.status().operation).toBeUndefined();
+  });
+
   it('recreates a pod someone deleted, on the same PVC', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1 });

@@ -21,13 +21,15 @@
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
  *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
+ *   switchover           eventdb.io/switchover: <pod>: priorities, resign, until that node leads
  *   roll-out             the planner's next action: create, restart, resign, remove, or wait
  */
 import type { Logger } from 'pino';
-import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, LABEL_ROLE } from '../../api/group.js';
+import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, ANNOTATION_SWITCHOVER, ANNOTATION_SWITCHOVER_NOW, LABEL_ROLE } from '../../api/group.js';
+import { LOWERED_PRIORITY, planSwitchover, TARGET_PRIORITY } from './switchover-plan.js';
 import type { Backup } from '../../api/backup.js';
 import type { CertificateRotationStatus, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
-import type { NodeClient } from '../../node-client/node-client.js';
+import type { NodeClient, NodeEndpoint } from '../../node-client/node-client.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
 import type { EventInput, EventSink } from '../../runtime/events.js';
@@ -146,6 +148,7 @@ export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'reload-certificates', run: reloadCertificates },
   { name: 'hold-for-backup', run: holdForBackup },
   { name: 'hold-for-scavenge', run: holdForScavenge },
+  { name: 'switchover', run: switchoverStep },
   { name: 'roll-out', run: rollOut },
 ];
 
@@ -717,6 +720,92 @@ async function holdForScavenge(state: ReconcileState): Promise<StepOutcome> {
   return 'stop';
 }
 
+/**
+ * Switchover (annotation eventdb.io/switchover: <voting pod>): planSwitchover decides; this step
+ * sets the election priorities (the target TARGET_PRIORITY, the other voting nodes
+ * LOWERED_PRIORITY) on every running voting node, persists status.operation (kind Switchover),
+ * then asks the leader to resign, and again a leader that is not the target, until the target
+ * leads. The result (SwitchoverCompleted / SwitchoverRefused / SwitchoverFailed) is an Event and
+ * the annotations are cleared. Waits for a maintenance window unless eventdb.io/switchover-now is
+ * "true", and for another operation to finish.
+ */
+async function switchoverStep(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const annotations = state.cluster.metadata.annotations ?? {};
+  const window = windowState(spec.maintenanceWindows, state.nowMs);
+  const decision = planSwitchover({
+    requested: annotations[ANNOTATION_SWITCHOVER]?.trim(),
+    now: annotations[ANNOTATION_SWITCHOVER_NOW] === 'true',
+    windowOpen: window.open,
+    ...(window.open || window.opensAtMs === undefined ? {} : { windowOpensAtMs: window.opensAtMs }),
+    operation: state.operation,
+    pods: state.pods,
+    members: state.members,
+    leader: state.leader,
+    nowMs: state.nowMs,
+  });
+  const clearRequest = async (): Promise<void> => {
+    await state.deps.api.patch(EVENTDB_CLUSTERS, state.identity.namespace, state.identity.name, { metadata: { annotations: { [ANNOTATION_SWITCHOVER]: null, [ANNOTATION_SWITCHOVER_NOW]: null } } });
+  };
+  const finish = (operation: OperationStatus | undefined, result: string): void => {
+    if (operation === undefined) return;
+    state.operation = undefined;
+    state.lastOperation = { id: operation.id, kind: 'Switchover', result, finishedAt: new Date(state.nowMs).toISOString() };
+    state.deps.metrics.operationSeconds.observe({ kind: 'Switchover', result }, (state.nowMs - Date.parse(operation.startedAt)) / 1000);
+  };
+  switch (decision.kind) {
+    case 'none':
+      return 'continue';
+    case 'refuse':
+      await emit(state, { type: 'Warning', reason: decision.reason, action: 'Switchover', note: `${decision.message}; the annotation ${ANNOTATION_SWITCHOVER} was removed` });
+      await clearRequest();
+      return 'continue';
+    case 'wait':
+      state.log.info({ reason: decision.reason }, decision.message);
+      if (decision.reason !== 'SwitchoverWaitingForOperation') await emit(state, { type: 'Normal', reason: decision.reason, action: 'Switchover', note: decision.message });
+      return 'continue';
+    case 'resign': {
+      if (decision.started) await emit(state, { type: 'Normal', reason: 'SwitchoverStarted', action: 'Switchover', note: `switchover from ${decision.leader} to ${decision.target}` });
+      state.operation = decision.operation;
+      await setSwitchoverPriorities(state, decision.target);
+      await writeStatus(state);
+      await resign(state, decision.leader);
+      state.requeueAfterMs = BUSY_REQUEUE_MS;
+      return 'stop';
+    }
+    case 'await-election':
+      state.operation = decision.operation;
+      state.requeueAfterMs = BUSY_REQUEUE_MS;
+      return 'stop';
+    case 'complete':
+      finish(decision.operation, 'Succeeded');
+      await emit(state, { type: 'Normal', reason: 'SwitchoverCompleted', action: 'Switchover', note: decision.message });
+      await clearRequest();
+      return 'continue';
+    case 'fail':
+      finish(decision.operation, 'Failed');
+      await emit(state, { type: 'Warning', reason: decision.reason, action: 'Switchover', note: `${decision.message}; the annotation ${ANNOTATION_SWITCHOVER} was removed` });
+      await clearRequest();
+      return 'continue';
+    case 'cancel':
+      finish(decision.operation, 'Cancelled');
+      await emit(state, { type: 'Normal', reason: 'SwitchoverCancelled', action: 'Switchover', note: `the annotation ${ANNOTATION_SWITCHOVER} was removed: switchover to ${decision.operation.pod ?? ''} stopped (leader ${state.leader ?? 'none'})` });
+      return 'continue';
+  }
+}
+
+/** Raises the target's election priority and lowers every other running voting node's. */
+async function setSwitchoverPriorities(state: ReconcileState, target: string): Promise<void> {
+  const voting = state.pods.filter((pod) => pod.kind === 'quorum' && pod.phase === 'Running' && !pod.terminating);
+  for (const pod of voting) {
+    const reached = await reachNode(state, pod.name);
+    if (reached === undefined) continue;
+    const priority = pod.name === target ? TARGET_PRIORITY : LOWERED_PRIORITY;
+    const outcome = await state.deps.client.setPriority(reached.endpoint, reached.credentials, priority).catch((err: unknown) => ({ kind: 'error' as const, message: String(err) }));
+    if (outcome.kind !== 'done') state.log.warn({ pod: pod.name, priority, outcome }, 'node priority not set');
+  }
+}
+
 function restartReason(state: ReconcileState): string {
   const spec = state.spec as EffectiveSpec;
   if (state.pods.some((pod) => pod.image !== undefined && pod.image !== spec.image)) return 'ImageChanged';
@@ -882,7 +971,8 @@ async function deletePod(state: ReconcileState, pod: string, uid: string, why: '
   }
 }
 
-async function resign(state: ReconcileState, podName: string): Promise<void> {
+/** A running pod's node endpoint and the ops credentials for its admin endpoints; undefined (logged) when either is missing. */
+async function reachNode(state: ReconcileState, podName: string): Promise<{ pod: PodView; endpoint: NodeEndpoint; credentials: { username: string; password: string } } | undefined> {
   const spec = state.spec as EffectiveSpec;
   const pod = state.pods.find((candidate) => candidate.name === podName);
   const trust = pod?.servesTls === true ? await nodeTrustCertificates(state.deps.api, state.identity, spec) : undefined;
@@ -891,9 +981,16 @@ async function resign(state: ReconcileState, podName: string): Promise<void> {
   const credentials = await opsCredentials(state.deps.api, state.identity.namespace, spec);
   if (pod === undefined || endpoint === undefined || 'problem' in endpoint || credentials === undefined) {
     const problem = endpoint !== undefined && 'problem' in endpoint ? endpoint.problem : undefined;
-    state.log.warn({ pod: podName, problem }, 'cannot reach the leader or read the ops credentials to resign it');
-    return;
+    state.log.warn({ pod: podName, problem }, 'cannot reach the node or read the ops credentials');
+    return undefined;
   }
+  return { pod, endpoint, credentials };
+}
+
+async function resign(state: ReconcileState, podName: string): Promise<void> {
+  const reached = await reachNode(state, podName);
+  if (reached === undefined) return;
+  const { pod, endpoint, credentials } = reached;
   const outcome = await state.deps.client.resign(endpoint, credentials);
   if (outcome.kind === 'done') {
     await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `asked leader ${podName} to resign` });
