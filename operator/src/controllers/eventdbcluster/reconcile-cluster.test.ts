@@ -718,6 +718,54 @@ describe('reconcileCluster', () => {
     expect(harness.status().operation).toBeUndefined();
   });
 
+  it('hibernates: followers stop first, the leader last after it resigned, PVCs and Secrets kept, phase Hibernated; waking brings every node back on the same PVCs', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Follower');
+    await harness.runPod('orders-1', 'Leader');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status().phase).toBe('Ready');
+    const claimUids = harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort();
+    const secrets = harness.names(SECRETS);
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { hibernation: true } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-1']);
+    expect(harness.requests.filter((request) => request.method === 'POST')).toEqual([]);
+    expect(harness.status().phase).toBe('Hibernating');
+    harness.gossip.delete('orders-0');
+    harness.gossip.delete('orders-2');
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname} ${request.url.pathname}`)).toEqual(['orders-1.test /admin/node/resign']);
+    harness.gossip.delete('orders-1');
+    await harness.reconcile();
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.phase).toBe('Hibernated');
+    expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort()).toEqual(claimUids);
+    expect(harness.names(SECRETS)).toEqual(secrets);
+    const reasons = harness.events.map((event) => event.reason);
+    expect(reasons.filter((reason) => reason === 'NodeStoppingForHibernation')).toHaveLength(3);
+    expect(reasons.filter((reason) => reason === 'Hibernated')).toHaveLength(1);
+    // wake
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { hibernation: false } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort()).toEqual(claimUids);
+    expect(harness.events.map((event) => event.reason)).toContain('ClusterWaking');
+    await harness.runPod('orders-0', 'Follower');
+    await harness.runPod('orders-1', 'Leader');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status().phase).toBe('Ready');
+  });
+
   it('recreates a pod someone deleted, on the same PVC', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1 });

@@ -16,6 +16,7 @@
  *   ensure-pdb           PodDisruptionBudget <cluster>
  *   grow-volumes         a bigger spec.storage size: raise the existing PVCs' requests, report the resize
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
+ *   hibernate            spec.hibernation: stop every node (followers first, the leader last after a resign); stop
  *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each;
  *                        next to a backup, scavenge, rolling update or scale, never behind it
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
@@ -26,6 +27,7 @@
  */
 import type { Logger } from 'pino';
 import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, ANNOTATION_SWITCHOVER, ANNOTATION_SWITCHOVER_NOW, LABEL_ROLE } from '../../api/group.js';
+import { planHibernation } from './hibernation-plan.js';
 import { LOWERED_PRIORITY, planSwitchover, TARGET_PRIORITY } from './switchover-plan.js';
 import type { Backup } from '../../api/backup.js';
 import type { CertificateRotationStatus, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
@@ -118,6 +120,8 @@ interface ReconcileState {
   /** spec.sourceBackup while the cluster is being bootstrapped from it. */
   restore?: RestoreSource;
   restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** Set by hibernate: spec.hibernation is true and nodes still stop, or none is left. */
+  hibernation?: 'Hibernating' | 'Hibernated';
   /** Set by grow-volumes: the VolumesExpanded condition. */
   volumes?: VolumesConditionState;
 }
@@ -145,6 +149,7 @@ export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'ensure-pdb', run: ensurePdb },
   { name: 'grow-volumes', run: growVolumes },
   { name: 'sync-role-labels', run: syncRoleLabels },
+  { name: 'hibernate', run: hibernate },
   { name: 'reload-certificates', run: reloadCertificates },
   { name: 'hold-for-backup', run: holdForBackup },
   { name: 'hold-for-scavenge', run: holdForScavenge },
@@ -425,6 +430,68 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
     }
   }
   return 'continue';
+}
+
+/**
+ * Hibernation (spec.hibernation: true; hibernation-plan.ts decides): a Backup or scavenge that
+ * holds the cluster finishes first; any other operation (rolling update, scale, switchover) is
+ * ended (lastOperation result Superseded: it resumes from the spec after waking). Replicas and
+ * followers are stopped first, then the node that led, after it resigned; PVCs and Secrets stay,
+ * nothing is created while it is set (the step stops the reconcile). false: roll-out creates
+ * every node again on its PVCs, the cluster size they had.
+ */
+async function hibernate(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  if (!spec.hibernation) {
+    if (state.previous?.phase === 'Hibernated' || state.previous?.phase === 'Hibernating') {
+      await emit(state, { type: 'Normal', reason: 'ClusterWaking', action: 'Wake', note: 'spec.hibernation is false: starting every node again on its volumes' });
+    }
+    return 'continue';
+  }
+  const current = state.operation;
+  if (current?.kind === 'Backup' || current?.kind === 'Scavenge' || holdRequested(state) !== undefined) {
+    state.waiting = { reason: 'HibernationWaiting', message: `hibernation waits for ${current?.kind ?? holdRequested(state) ?? ''} ${current?.id ?? ''} to release the cluster` };
+    return 'continue';
+  }
+  if (current !== undefined) {
+    state.operation = undefined;
+    state.lastOperation = { id: current.id, kind: current.kind, result: 'Superseded', finishedAt: new Date(state.nowMs).toISOString() };
+  }
+  if (state.previous?.phase !== 'Hibernating' && state.previous?.phase !== 'Hibernated' && state.pods.length > 0) {
+    await emit(state, { type: 'Normal', reason: 'HibernationStarted', action: 'Hibernate', note: `spec.hibernation is true: stopping ${state.pods.length} node(s), the leader last; PVCs and Secrets are kept` });
+  }
+  const step = planHibernation(state.pods, state.leader);
+  state.hibernation = step.kind === 'hibernated' ? 'Hibernated' : 'Hibernating';
+  state.requeueAfterMs = step.kind === 'hibernated' ? IDLE_REQUEUE_MS : BUSY_REQUEUE_MS;
+  switch (step.kind) {
+    case 'hibernated':
+      if (state.previous?.phase !== 'Hibernated') await emit(state, { type: 'Normal', reason: 'Hibernated', action: 'Hibernate', note: 'every node is stopped; PVCs and Secrets are kept' });
+      return 'stop';
+    case 'wait':
+      state.waiting = { reason: 'Hibernating', message: `waiting for ${step.stopping.join(', ')} to stop` };
+      return 'stop';
+    case 'stop':
+      state.waiting = { reason: 'Hibernating', message: `stopping ${step.pods.map((pod) => pod.name).join(', ')}` };
+      await writeStatus(state);
+      for (const pod of step.pods) await stopPod(state, pod.name, pod.uid, 'NodeStoppingForHibernation', `stop ${pod.name} (hibernation)`);
+      return 'stop';
+    case 'stop-last':
+      state.waiting = { reason: 'Hibernating', message: `stopping ${step.pod.name}, the last node${step.resign ? ', after it resigned' : ''}` };
+      await writeStatus(state);
+      if (step.resign) await resign(state, step.pod.name);
+      await stopPod(state, step.pod.name, step.pod.uid, 'NodeStoppingForHibernation', `stop ${step.pod.name}, the last node (hibernation)`);
+      return 'stop';
+  }
+}
+
+/** Deletes one pod by uid (SIGTERM: the node closes its files); PVCs stay. */
+async function stopPod(state: ReconcileState, pod: string, uid: string, reason: string, note: string): Promise<void> {
+  await emit(state, { type: 'Normal', reason, action: 'Stop', note });
+  try {
+    await state.deps.api.delete(PODS, state.identity.namespace, pod, { uid });
+  } catch (err: unknown) {
+    if (!isConflict(err) && !isNotFound(err)) throw err;
+  }
 }
 
 /**
@@ -1077,6 +1144,7 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
     ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),
     ...(state.volumes === undefined ? {} : { volumes: state.volumes }),
+    ...(state.hibernation === undefined ? {} : { hibernation: state.hibernation }),
     ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
   };
 }

@@ -48,6 +48,8 @@ export interface StatusInput {
   readonly nextMaintenanceWindow?: string;
   readonly restartedAt?: string;
   readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** spec.hibernation: nodes still stopping, or none left. */
+  readonly hibernation?: 'Hibernating' | 'Hibernated';
   /** VolumesExpanded, when grow-volumes looked at the PVCs in this reconcile (else what was said stands). */
   readonly volumes?: ConditionState;
 }
@@ -132,6 +134,7 @@ function healthOf(input: StatusInput): Health {
 function phaseOf(input: StatusInput, health: Health): ClusterPhase {
   if (input.blocked !== undefined) return 'Failed';
   if (input.paused) return 'Paused';
+  if (input.hibernation !== undefined) return input.hibernation;
   if (input.operation?.kind === 'Scale') return 'Scaling';
   if (input.operation !== undefined) return 'Updating';
   if (health.allReady) return 'Ready';
@@ -145,6 +148,8 @@ function readyCondition(input: StatusInput, phase: ClusterPhase, health: Health)
   const base = { type: CONDITION_READY };
   if (input.blocked !== undefined) return { ...base, status: 'False', ...input.blocked };
   if (input.paused) return { ...base, status: 'False', reason: 'Paused', message: 'spec.paused is true: the operator observes and changes nothing' };
+  if (input.hibernation === 'Hibernated') return { ...base, status: 'False', reason: 'Hibernated', message: 'spec.hibernation is true: every node is stopped; PVCs and Secrets are kept' };
+  if (input.hibernation === 'Hibernating') return { ...base, status: 'False', reason: 'Hibernating', message: input.waiting?.message ?? 'stopping the nodes' };
   if (phase === 'Ready') return { ...base, status: 'True', reason: 'ClusterReady', message: `${health.readyVoting} of ${input.replicas} nodes ready; leader ${input.leader ?? ''}` };
   if (input.waiting !== undefined) return { ...base, status: 'False', reason: input.waiting.reason, message: input.waiting.message };
   if (input.operation !== undefined) return { ...base, status: 'False', reason: input.operation.kind, message: input.operation.step };
@@ -168,7 +173,7 @@ function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Heal
   if ((input.leaderClaimants ?? []).length > 1) {
     return { ...base, status: 'True', reason: 'MultipleLeaders', message: `several nodes claim to lead: ${(input.leaderClaimants ?? []).join(', ')}; only ${input.leader ?? ''} is labelled leader` };
   }
-  if (phase === 'Creating' || input.blocked !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
+  if (phase === 'Creating' || input.blocked !== undefined || input.hibernation !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
   if (input.membersObserved && input.leader === undefined && health.votingPods.length > 0) {
     return { ...base, status: 'True', reason: 'NoLeader', message: 'no node reports itself leader' };
   }
@@ -178,6 +183,7 @@ function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Heal
 
 function quorumCondition(input: StatusInput, health: Health): ConditionInput {
   const base = { type: CONDITION_QUORUM };
+  if (input.hibernation !== undefined) return { ...base, status: 'Unknown', reason: input.hibernation, message: 'spec.hibernation is true' };
   if (!input.membersObserved) return { ...base, status: 'Unknown', reason: 'NotObserved', message: 'gossip not read yet' };
   const quorum = quorumOf(input.clusterSize);
   if (input.leader !== undefined && health.aliveVoting >= quorum) {
@@ -215,8 +221,8 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
         : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
   );
   set(
-    input.blocked !== undefined || input.paused || (ready?.status === 'True' && volumesExpanding === undefined)
-      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : 'Reconciled', message: '' }
+    input.blocked !== undefined || input.paused || input.hibernation === 'Hibernated' || (ready?.status === 'True' && volumesExpanding === undefined)
+      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : input.hibernation === 'Hibernated' ? 'Hibernated' : 'Reconciled', message: '' }
       : ready?.status === 'True' && volumesExpanding !== undefined
         ? { type: CONDITION_RECONCILING, status: 'True', reason: 'ExpandingVolumes', message: volumesExpanding.message }
         : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
