@@ -84,3 +84,12 @@ export const ANNOTATION_CERTIFICATE_HASH = 'eventdb.io/certificate-hash';
  */
 export const ANNOTATION_SWITCHOVER = 'eventdb.io/switchover';
 export const ANNOTATION_SWITCHOVER_NOW = 'eventdb.io/switchover-now';
+
+/**
+ * Annotation on the cluster: a JSON array of pod names (`'["orders-1"]'`) or `'["*"]'`: those
+ * nodes are stopped and not started, restarted or labelled by the operator until they leave the
+ * list; their PVCs stay. Leaving fewer voting nodes than a quorum needs
+ * `eventdb.io/fenced-force: "true"`.
+ */
+export const ANNOTATION_FENCED = 'eventdb.io/fenced';
+export const ANNOTATION_FENCED_FORCE = 'eventdb.io/fenced-force';

@@ -766,6 +766,40 @@ describe('reconcileCluster', () => {
     expect(harness.status().phase).toBe('Ready');
   });
 
+  it('fences a follower: its pod is stopped and not recreated, the PVC kept; below quorum refused without force; unfencing starts it again', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': '["orders-1"]' } } });
+    await harness.reconcile();
+    harness.gossip.delete('orders-1');
+    for (let i = 0; i < 3; i++) await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-2']);
+    expect(harness.names(PVCS)).toEqual(['data-orders-0', 'data-orders-1', 'data-orders-2']);
+    let status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'Fenced')).toMatchObject({ status: 'True', reason: 'NodesFenced', message: 'fenced: orders-1' });
+    expect(status.leader).toBe('orders-0');
+    expect(harness.events.filter((event) => event.reason === 'NodeFenced')).toHaveLength(1);
+    expect(harness.events.map((event) => event.reason)).not.toContain('NodeRecreated');
+    // a second voting node: below quorum, refused without force; nothing more is stopped
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': '["orders-1","orders-2"]' } } });
+    await harness.reconcile();
+    await harness.reconcile();
+    // orders-1 stays fenced (a refused addition unfences nothing), orders-2 runs on
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-2']);
+    status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'Fenced')).toMatchObject({ status: 'False', reason: 'FencingBelowQuorum' });
+    expect(harness.events.filter((event) => event.reason === 'FencingBelowQuorum')).toHaveLength(1);
+    // unfenced: the node starts again on its PVC
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': null } } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+  });
+
   it('recreates a pod someone deleted, on the same PVC', async () => {
     harness = new Harness();
     await harness.start({ replicas: 1 });

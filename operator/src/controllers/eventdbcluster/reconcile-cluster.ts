@@ -10,6 +10,7 @@
  *   load-source-backup   spec.sourceBackup, until the cluster was first Ready: the Backup to restore
  *   observe-members      each running node's own gossip: role, liveness, checkpoints
  *   stop-when-paused     spec.paused: report and stop
+ *   fence                eventdb.io/fenced: stop the named nodes, leave them alone until unfenced
  *   ensure-secrets       generated passwords, self-signed CA and node certificate
  *   ensure-config        ConfigMap <cluster>-config
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
@@ -26,8 +27,9 @@
  *   roll-out             the planner's next action: create, restart, resign, remove, or wait
  */
 import type { Logger } from 'pino';
-import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, ANNOTATION_SWITCHOVER, ANNOTATION_SWITCHOVER_NOW, LABEL_ROLE } from '../../api/group.js';
+import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, ANNOTATION_SWITCHOVER, ANNOTATION_SWITCHOVER_NOW, ANNOTATION_FENCED, ANNOTATION_FENCED_FORCE, LABEL_ROLE } from '../../api/group.js';
 import { planHibernation } from './hibernation-plan.js';
+import { parseFenced, planFencing } from './fencing-plan.js';
 import { LOWERED_PRIORITY, planSwitchover, TARGET_PRIORITY } from './switchover-plan.js';
 import type { Backup } from '../../api/backup.js';
 import type { CertificateRotationStatus, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
@@ -58,7 +60,7 @@ import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
-import { CONDITION_CERTIFICATES, CONDITION_VOLUMES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
+import { CONDITION_CERTIFICATES, CONDITION_FENCED, CONDITION_VOLUMES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
 import type { NodeSignaller } from '../../node-client/node-signal.js';
 import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, methodInWords, nodeVerdict, recordFailure, recordSignalFailure, recordVerified, reloadMethod, rotationNeeded, rotationPlacement, remainingNodes, withoutSignal } from './certificate-rotation.js';
 import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
@@ -120,6 +122,10 @@ interface ReconcileState {
   /** spec.sourceBackup while the cluster is being bootstrapped from it. */
   restore?: RestoreSource;
   restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** Set by fence: the pods the operator leaves alone (not created, restarted or labelled). */
+  fenced: ReadonlySet<string>;
+  /** Set by fence: the Fenced condition. */
+  fencing?: ConditionState;
   /** Set by hibernate: spec.hibernation is true and nodes still stop, or none is left. */
   hibernation?: 'Hibernating' | 'Hibernated';
   /** Set by grow-volumes: the VolumesExpanded condition. */
@@ -143,6 +149,7 @@ export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'load-source-backup', run: loadSourceBackup },
   { name: 'observe-members', run: observeMembersStep },
   { name: 'stop-when-paused', run: stopWhenPaused },
+  { name: 'fence', run: fence },
   { name: 'ensure-secrets', run: ensureSecrets },
   { name: 'ensure-config', run: ensureConfig },
   { name: 'ensure-services', run: ensureServices },
@@ -198,6 +205,7 @@ function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObj
     revisions: { quorum: '', 'read-only-replica': '' },
     pods: [],
     members: new Map(),
+    fenced: new Set(),
     membersObserved: false,
     leader: undefined,
     operation: previous?.operation,
@@ -323,6 +331,44 @@ async function stopWhenPaused(state: ReconcileState): Promise<StepOutcome> {
   if (state.spec?.paused !== true) return 'continue';
   state.requeueAfterMs = IDLE_REQUEUE_MS;
   return 'stop';
+}
+
+/**
+ * Fencing (annotation eventdb.io/fenced, fencing-plan.ts decides): each fenced node's pod is
+ * deleted (SIGTERM: the node stops cleanly; its PVCs stay) and from then on the operator neither
+ * recreates, restarts nor labels it: the later steps do not see it. Refused as a whole (Warning
+ * Event, condition Fenced=False, nothing fenced) for a bad list, or one that leaves fewer voting
+ * nodes than a quorum without eventdb.io/fenced-force: "true". Removing a node from the list lets
+ * roll-out start it again on its PVCs.
+ */
+async function fence(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const annotations = state.cluster.metadata.annotations ?? {};
+  const decision = planFencing({
+    list: parseFenced(annotations[ANNOTATION_FENCED], { name: state.identity.name, replicas: spec.replicas, readOnlyReplicas: spec.readOnlyReplicas }, state.pods),
+    force: annotations[ANNOTATION_FENCED_FORCE] === 'true',
+    pods: state.pods,
+    clusterSize: configuredSize(state.pods, spec.replicas),
+  });
+  const said = state.previous?.conditions?.find((condition) => condition.type === CONDITION_FENCED);
+  if (decision.kind === 'none') {
+    if (said?.status === 'True') await emit(state, { type: 'Normal', reason: 'NodesUnfenced', action: 'Unfence', note: `eventdb.io/fenced is empty: ${said.message.replace(/^fenced: /, '')} start again` });
+    state.fencing = { status: 'False', reason: 'NotFenced', message: '' };
+    return 'continue';
+  }
+  if (decision.kind === 'refuse') {
+    state.fencing = { status: 'False', reason: decision.reason, message: decision.message };
+    if (said?.reason !== decision.reason || said.message !== decision.message) await emit(state, { type: 'Warning', reason: decision.reason, action: 'Fence', note: `${decision.message}; no running node was stopped` });
+    state.fenced = new Set(decision.keep);
+    return 'continue';
+  }
+  for (const pod of decision.stop) await stopPod(state, pod.name, pod.uid, 'NodeFenced', `fence ${pod.name}: the node is stopped, its PVCs kept; the operator leaves it alone until it leaves eventdb.io/fenced`);
+  state.fenced = new Set(decision.fenced);
+  state.pods = state.pods.filter((pod) => !state.fenced.has(pod.name));
+  for (const name of state.fenced) state.members.delete(name);
+  state.leader = leaderOf(state.members);
+  state.fencing = { status: 'True', reason: 'NodesFenced', message: `fenced: ${decision.fenced.join(', ')}` };
+  return 'continue';
 }
 
 async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
@@ -905,9 +951,17 @@ async function rollOut(state: ReconcileState): Promise<StepOutcome> {
   state.operation = decision.finished === undefined ? decision.operation : undefined;
   if (decision.started !== undefined) await operationStarted(state, decision.started);
   if (decision.finished !== undefined) await operationFinished(state, decision.finished.operation);
-  state.requeueAfterMs = requeueFor(state, decision.action, window.open ? undefined : window.opensAtMs);
-  await act(state, decision.action);
+  const action = withoutFenced(decision.action, state.fenced);
+  state.requeueAfterMs = requeueFor(state, action, window.open ? undefined : window.opensAtMs);
+  await act(state, action);
   return 'continue';
+}
+
+/** A fenced node is never created again while it is fenced. */
+function withoutFenced(action: Action, fenced: ReadonlySet<string>): Action {
+  if (action.kind !== 'create' || fenced.size === 0) return action;
+  const pods = action.pods.filter((pod) => !fenced.has(pod.name));
+  return pods.length === 0 ? { kind: 'none' } : { ...action, pods };
 }
 
 function requeueFor(state: ReconcileState, action: Action, opensAtMs: number | undefined): number {
@@ -962,6 +1016,7 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
 async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
   const spec = state.spec as EffectiveSpec;
   for (const pod of pods) {
+    if (state.fenced.has(pod.name)) continue;
     await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind, state.restore?.snapshots ?? {}));
     if (state.restore?.method === 'FileCopy' && !(await restoredFromFileCopy(state, pod.name))) continue;
     // A pod the status listed before, missing outside any operation, went away: it is remade.
@@ -1145,6 +1200,7 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),
     ...(state.volumes === undefined ? {} : { volumes: state.volumes }),
     ...(state.hibernation === undefined ? {} : { hibernation: state.hibernation }),
+    ...(state.fencing === undefined ? {} : { fencing: state.fencing }),
     ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
   };
 }

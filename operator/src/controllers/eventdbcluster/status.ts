@@ -17,6 +17,8 @@ export const CONDITION_CERTIFICATES = 'CertificatesReloaded';
 /** kstatus' abnormal-true conditions, for Flux, kpt and `kubectl wait`. */
 export const CONDITION_RECONCILING = 'Reconciling';
 export const CONDITION_STALLED = 'Stalled';
+/** Which nodes eventdb.io/fenced takes out of service, or why it was refused (fence). */
+export const CONDITION_FENCED = 'Fenced';
 /** Where the PVCs stand against spec.storage (grow-volumes). */
 export const CONDITION_VOLUMES = 'VolumesExpanded';
 
@@ -48,6 +50,8 @@ export interface StatusInput {
   readonly nextMaintenanceWindow?: string;
   readonly restartedAt?: string;
   readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** The Fenced condition, when the fence step ran. */
+  readonly fencing?: ConditionState;
   /** spec.hibernation: nodes still stopping, or none left. */
   readonly hibernation?: 'Hibernating' | 'Hibernated';
   /** VolumesExpanded, when grow-volumes looked at the PVCs in this reconcile (else what was said stands). */
@@ -210,6 +214,7 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
   set(quorumCondition(input, health));
   set({ type: CONDITION_CERTIFICATES, ...input.tls });
   if (input.volumes !== undefined) set({ type: CONDITION_VOLUMES, ...input.volumes });
+  if (input.fencing !== undefined) set({ type: CONDITION_FENCED, ...input.fencing });
   const ready = conditions.find((condition) => condition.type === CONDITION_READY);
   const volumesRefused = input.volumes?.reason === 'ExpansionRefused' ? input.volumes : undefined;
   const volumesExpanding = input.volumes?.reason === 'Expanding' ? input.volumes : undefined;
