@@ -577,6 +577,32 @@ describe('reconcileCluster', () => {
     expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['NodeStoppingForBackup', 'BackupReleased']));
   });
 
+  it('a volume-snapshot backup of the leader: it resigns first, and stops only once another node leads', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('nightly-43', 'VolumeSnapshot', { phase: 'Running' }));
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/backup-hold': 'nightly-43/orders-0/Stop' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname} ${request.url.pathname}`)).toEqual(['orders-0.test /admin/node/resign']);
+    expect(harness.status().operation).toMatchObject({ kind: 'Backup', podStep: 'Resigning' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    // the hand-over: orders-1 leads; now orders-0 stops for its snapshots
+    harness.gossip.set('orders-0', 'Follower');
+    harness.gossip.set('orders-1', 'Leader');
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-1', 'orders-2']);
+    const reasons = harness.events.map((event) => event.reason);
+    expect(reasons.indexOf('LeaderResignRequested')).toBeLessThan(reasons.indexOf('NodeStoppingForBackup'));
+  });
+
   it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {
     harness = new Harness();
     await harness.start({ replicas: 3 });

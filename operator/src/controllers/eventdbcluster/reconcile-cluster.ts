@@ -89,6 +89,8 @@ export const BUSY_REQUEUE_MS = 2000;
 export const IDLE_REQUEUE_MS = 15_000;
 const WINDOW_POLL_MAX_MS = 60_000;
 const VOLUME_RESIZE_POLL_MS = 5000;
+/** How long a leader asked to resign before its volume snapshots may still lead before it is stopped anyway. */
+const BACKUP_RESIGN_WAIT_MS = 20_000;
 
 interface ReconcileState {
   readonly deps: ClusterControllerDeps;
@@ -779,6 +781,23 @@ async function holdForBackup(state: ReconcileState): Promise<StepOutcome> {
     return 'stop';
   }
   const pod = state.pods.find((candidate) => candidate.name === hold.pod);
+  // The leader is never stopped without a hand-over: it resigns first; if it still leads after
+  // BACKUP_RESIGN_WAIT_MS it is stopped all the same (the election follows its stop).
+  const voting = state.pods.filter((candidate) => candidate.kind === 'quorum').length;
+  if (pod !== undefined && !pod.terminating && state.leader === pod.name && voting > 1) {
+    const askedAtMs = operation.podStep === 'Resigning' ? Date.parse(operation.stepStartedAt ?? '') : Number.NaN;
+    if (Number.isNaN(askedAtMs)) {
+      state.operation = { ...operation, step: `${hold.pod} resigns before it stops for volume snapshots (backup ${hold.backup})`, podStep: 'Resigning', stepStartedAt: nowIso };
+      await writeStatus(state);
+      await resign(state, pod.name);
+      return 'stop';
+    }
+    if (state.nowMs - askedAtMs < BACKUP_RESIGN_WAIT_MS) {
+      state.operation = operation;
+      return 'stop';
+    }
+    await emit(state, { type: 'Warning', reason: 'LeaderStillLeading', action: 'Stop', note: `${hold.pod} still leads ${BACKUP_RESIGN_WAIT_MS / 1000} s after it was asked to resign: stopping it for backup ${hold.backup} anyway` });
+  }
   if (pod !== undefined && !pod.terminating) {
     operation = { ...operation, step: `stop ${hold.pod} for volume snapshots (backup ${hold.backup})`, podStep: 'Stopping', stepStartedAt: nowIso };
     state.operation = operation;
