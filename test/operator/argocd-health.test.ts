@@ -54,6 +54,10 @@ describe.skipIf(!haveLua)('Argo CD health checks', () => {
     const updating = { ...ready, status: 'False', reason: 'RollingUpdate', message: 'restart orders-2' };
     expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: {}, status: { phase: 'Updating', conditions: [updating] } })).toBe('Progressing');
     expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: { paused: true }, status: { conditions: [ready] } })).toBe('Suspended');
+    const hibernated = { ...ready, status: 'False', reason: 'Hibernated', message: 'spec.hibernation is true' };
+    expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: { hibernation: true }, status: { phase: 'Hibernated', conditions: [hibernated] } })).toBe('Suspended');
+    const hibernating = { ...ready, status: 'False', reason: 'Hibernating', message: 'stopping orders-0' };
+    expect(health('EventDBCluster', { metadata: { generation: 2 }, spec: { hibernation: true }, status: { phase: 'Hibernating', conditions: [hibernating] } })).toBe('Progressing');
   });
 
   it('EventDBCluster: Stalled=True is Degraded', () => {

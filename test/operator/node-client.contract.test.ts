@@ -88,6 +88,17 @@ describe('NodeClient against a three-node cluster', () => {
     const after = await client.gossip(next.baseUrl);
     expect(after.members.find((member) => member.state === 'Leader')?.httpEndPointPort).toBe(next.spec.httpPort);
   });
+
+  it('sets a member\'s election priority, which gossip then reports for it; a wrong password is refused', async () => {
+    const member = cluster.members[2]!;
+    const priorityOf = async (): Promise<number | undefined> =>
+      (await client.gossip(member.baseUrl)).members.find((entry) => entry.httpEndPointPort === member.spec.httpPort)?.nodePriority;
+    expect(await client.setPriority(member.baseUrl, ADMIN, 100)).toEqual({ kind: 'done' });
+    expect(await priorityOf()).toBe(100);
+    expect(await client.setPriority(member.baseUrl, ADMIN, 0)).toEqual({ kind: 'done' });
+    expect(await priorityOf()).toBe(0);
+    expect(await client.setPriority(member.baseUrl, { ...ADMIN, password: 'wrong' }, 5)).toMatchObject({ kind: 'refused', statusCode: 401 });
+  });
 });
 
 describe('NodeClient against real nodes serving TLS', () => {

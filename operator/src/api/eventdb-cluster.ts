@@ -187,6 +187,10 @@ export const EventDBClusterSpec = z
       .optional()
       .describe('Disruptive operations start only inside one of these windows (none: always).'),
     paused: z.boolean().default(false).describe('true: observe and report, change nothing.'),
+    hibernation: z
+      .boolean()
+      .default(false)
+      .describe('true: stop every node cleanly (followers first, the leader last after it resigned); pods deleted, PVCs and Secrets kept, phase Hibernated. false: the nodes start again on the same volumes.'),
     sourceBackup: LocalObjectReference.optional().describe('Bootstrap from this Backup; immutable.'),
     podTemplate: PodTemplateSpec.optional(),
   })
@@ -229,6 +233,8 @@ export const ClusterPhase = z.enum([
   'Degraded',
   'Paused',
   'Failed',
+  'Hibernating',
+  'Hibernated',
 ]);
 export type ClusterPhase = z.infer<typeof ClusterPhase>;
 
@@ -253,6 +259,7 @@ export const OperationKind = z.enum([
   'Scavenge',
   'Backup',
   'Restore',
+  'Switchover',
 ]);
 export type OperationKind = z.infer<typeof OperationKind>;
 
@@ -262,7 +269,7 @@ export type OperationKind = z.infer<typeof OperationKind>;
  */
 export const OperationStatus = z.object({
   id: z.string().describe('Operation id, for eventdb.io/approve with updateStrategy Supervised.'),
-  kind: OperationKind.describe('RollingUpdate, Scale, CertificateReload, Scavenge, Backup or Restore.'),
+  kind: OperationKind.describe('RollingUpdate, Scale, CertificateReload, Scavenge, Backup, Restore or Switchover.'),
   step: z.string().describe('What is happening now, e.g. "restart orders-2".'),
   startedAt: Timestamp,
   reason: z.string().optional().describe('Why: ImageChanged, ConfigurationChanged, RestartRequested, ...'),
@@ -333,7 +340,7 @@ export type CertificateRotationStatus = z.infer<typeof CertificateRotationStatus
 
 export const EventDBClusterStatus = z.object({
   observedGeneration: z.number().int().optional().describe('The generation of the spec this status describes.'),
-  phase: ClusterPhase.optional().describe('Creating, Ready, Updating, Scaling, Degraded, Paused or Failed.'),
+  phase: ClusterPhase.optional().describe('Creating, Ready, Updating, Scaling, Degraded, Paused, Failed, Hibernating or Hibernated.'),
   replicas: z.number().int().optional().describe('Voting node pods that exist (the scale subresource reads it).'),
   readyReplicas: z.number().int().optional().describe('Voting node pods that are ready.'),
   readOnlyReplicas: z

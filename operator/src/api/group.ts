@@ -75,3 +75,21 @@ export const NODE_HTTP_PORT = 2113;
  * reload. Setting it also makes the kubelet sync the pod, which refreshes its Secret volumes now.
  */
 export const ANNOTATION_CERTIFICATE_HASH = 'eventdb.io/certificate-hash';
+
+/**
+ * Annotation on the cluster: `<pod name>` of a voting node asks for a switchover to it (its
+ * priority raised, the others' lowered, the leader resigns until it leads); the operator clears
+ * it with the result in an Event. Waits for a maintenance window unless
+ * `eventdb.io/switchover-now: "true"`.
+ */
+export const ANNOTATION_SWITCHOVER = 'eventdb.io/switchover';
+export const ANNOTATION_SWITCHOVER_NOW = 'eventdb.io/switchover-now';
+
+/**
+ * Annotation on the cluster: a JSON array of pod names (`'["orders-1"]'`) or `'["*"]'`: those
+ * nodes are stopped and not started, restarted or labelled by the operator until they leave the
+ * list; their PVCs stay. Leaving fewer voting nodes than a quorum needs
+ * `eventdb.io/fenced-force: "true"`.
+ */
+export const ANNOTATION_FENCED = 'eventdb.io/fenced';
+export const ANNOTATION_FENCED_FORCE = 'eventdb.io/fenced-force';

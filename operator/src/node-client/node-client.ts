@@ -254,6 +254,11 @@ export class NodeClient {
     return this.#command(endpointOf(target), '/admin/node/resign', credentials);
   }
 
+  /** Sets the node's election priority (gossiped, not persisted: a restarted node starts from its configuration). */
+  async setPriority(target: NodeEndpoint | string, credentials: Credentials, priority: number): Promise<CommandOutcome> {
+    return this.#command(endpointOf(target), `/admin/node/priority/${Math.trunc(priority)}`, credentials);
+  }
+
   /** Asks the node to reload its configuration and certificates. */
   async reloadConfig(target: NodeEndpoint | string, credentials: Credentials): Promise<CommandOutcome> {
     return this.#command(endpointOf(target), '/admin/reloadconfig', credentials);

@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   FILE_COPY_SCRIPT,
   buildFileCopyJob,
+  FILE_COPY_DEADLINE_SECONDS,
+  jobSchedulingOf,
   buildRestoreJob,
   buildVolumeSnapshot,
   childName,
@@ -56,6 +58,26 @@ describe('backup objects', () => {
     expect(pod.volumes.map((volume) => volume.persistentVolumeClaim?.claimName).filter(Boolean)).toEqual(['data-orders-1', 'backups', 'index-orders-1']);
     const env = Object.fromEntries(pod.containers[0]!.env.map((entry) => [entry.name, entry.value]));
     expect(env).toMatchObject({ BACKUP_PATH: 'orders/2026-11-24T02:00:00Z', PREVIOUS_PATH: 'orders/2026-11-23T02:00:00Z', SOURCE_INDEX: '/source/index', NODE_URL: 'http://orders-1.orders-headless.shop.svc:2113' });
+  });
+
+  it('takes the tolerations and priority class of the cluster\'s pods and a deadline; the host pin replaces their node selector and affinity', () => {
+    const scheduling = jobSchedulingOf(
+      { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'eventdb', effect: 'NoSchedule' }], nodeSelector: { pool: 'eventdb' }, affinity: { podAntiAffinity: {} }, priorityClassName: 'critical' },
+      FILE_COPY_DEADLINE_SECONDS,
+    );
+    const input = {
+      backup, cluster, pod: 'orders-1', separateIndex: false, claimName: 'backups', path: 'orders/x',
+      image: 'eventdb:dev', imagePullPolicy: 'IfNotPresent', opsSecret: { name: 'orders-ops', key: 'password' }, scheduling,
+    };
+    const pinned = buildFileCopyJob({ ...input, nodeName: 'kind-worker' }) as unknown as { spec: { activeDeadlineSeconds?: number; template: { spec: Record<string, unknown> } } };
+    expect(pinned.spec.activeDeadlineSeconds).toBe(3600);
+    expect(pinned.spec.template.spec['tolerations']).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'eventdb', effect: 'NoSchedule' }]);
+    expect(pinned.spec.template.spec['priorityClassName']).toBe('critical');
+    expect(pinned.spec.template.spec['nodeSelector']).toBeUndefined();
+    expect(JSON.stringify(pinned.spec.template.spec['affinity'])).toContain('kind-worker');
+    const free = buildFileCopyJob(input) as unknown as { spec: { template: { spec: Record<string, unknown> } } };
+    expect(free.spec.template.spec['nodeSelector']).toEqual({ pool: 'eventdb' });
+    expect(free.spec.template.spec['affinity']).toEqual({ podAntiAffinity: {} });
   });
 
   it('reaches a node that serves https by its pod DNS name, trusting the cluster CA only', () => {

@@ -139,6 +139,29 @@ export function fileCopyPath(cluster: string, startedAtIso: string): string {
 const JOB_SECURITY = NODE_POD_SECURITY;
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
 
+/** How long a file-copy Job may run (pending included) before Kubernetes fails it: a Job that cannot be scheduled ends instead of holding the cluster. */
+export const FILE_COPY_DEADLINE_SECONDS = 3600;
+
+/** Where a backup Job's pod may run, taken from the cluster's pod template (so it reaches the pools the nodes run on). */
+export interface JobScheduling {
+  readonly tolerations?: readonly unknown[];
+  readonly nodeSelector?: Readonly<Record<string, string>>;
+  readonly affinity?: unknown;
+  readonly priorityClassName?: string;
+  readonly activeDeadlineSeconds?: number;
+}
+
+/** PURE: the scheduling of the cluster's pods (spec.podTemplate), for its backup Jobs. */
+export function jobSchedulingOf(podTemplate: { readonly tolerations?: readonly unknown[]; readonly nodeSelector?: Readonly<Record<string, string>>; readonly affinity?: unknown; readonly priorityClassName?: string }, activeDeadlineSeconds?: number): JobScheduling {
+  return {
+    ...(podTemplate.tolerations === undefined ? {} : { tolerations: podTemplate.tolerations }),
+    ...(podTemplate.nodeSelector === undefined ? {} : { nodeSelector: podTemplate.nodeSelector }),
+    ...(podTemplate.affinity === undefined ? {} : { affinity: podTemplate.affinity }),
+    ...(podTemplate.priorityClassName === undefined ? {} : { priorityClassName: podTemplate.priorityClassName }),
+    ...(activeDeadlineSeconds === undefined ? {} : { activeDeadlineSeconds }),
+  };
+}
+
 function job(input: {
   name: string;
   namespace: string;
@@ -151,7 +174,9 @@ function job(input: {
   volumes: unknown[];
   mounts: unknown[];
   nodeName?: string;
+  scheduling?: JobScheduling;
 }): KubeObject {
+  const scheduling = input.scheduling ?? {};
   // The Job's pods must not look like nodes: the cluster's Services select eventdb.io/cluster.
   const { [LABEL_CLUSTER]: _cluster, 'eventdb.io/pod': _pod, ...podLabels } = input.labels;
   return {
@@ -160,6 +185,7 @@ function job(input: {
     metadata: { name: input.name, namespace: input.namespace, labels: input.labels, ownerReferences: [input.owner] },
     spec: {
       backoffLimit: 2,
+      ...(scheduling.activeDeadlineSeconds === undefined ? {} : { activeDeadlineSeconds: scheduling.activeDeadlineSeconds }),
       template: {
         metadata: { labels: { ...podLabels, 'eventdb.io/job': input.name } },
         spec: {
@@ -167,9 +193,16 @@ function job(input: {
           enableServiceLinks: false,
           automountServiceAccountToken: false,
           securityContext: JOB_SECURITY,
-          // A ReadWriteOnce volume in use by the node can be mounted beside it only on its host.
+          // The pools the cluster's pods may run on (tainted nodes included).
+          ...(scheduling.tolerations === undefined ? {} : { tolerations: scheduling.tolerations }),
+          ...(scheduling.priorityClassName === undefined ? {} : { priorityClassName: scheduling.priorityClassName }),
+          // A ReadWriteOnce volume in use by the node can be mounted beside it only on its host:
+          // that pin replaces the template's node selector and affinity.
           ...(input.nodeName === undefined
-            ? {}
+            ? {
+                ...(scheduling.nodeSelector === undefined ? {} : { nodeSelector: scheduling.nodeSelector }),
+                ...(scheduling.affinity === undefined ? {} : { affinity: scheduling.affinity }),
+              }
             : {
                 affinity: {
                   nodeAffinity: {
@@ -243,6 +276,7 @@ export function buildFileCopyJob(input: {
    * root (old and new CA side by side during a migration); else its `ca.crt` only.
    */
   caSecret?: { name: string; everyCrtKey: boolean };
+  scheduling?: JobScheduling;
 }): KubeObject {
   const volumes: unknown[] = [
     { name: 'data', persistentVolumeClaim: { claimName: dataClaimName(input.pod) } },
@@ -285,6 +319,7 @@ export function buildFileCopyJob(input: {
     volumes,
     mounts,
     ...(input.nodeName === undefined ? {} : { nodeName: input.nodeName }),
+    ...(input.scheduling === undefined ? {} : { scheduling: input.scheduling }),
   });
 }
 

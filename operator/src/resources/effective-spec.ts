@@ -54,6 +54,7 @@ export interface EffectiveSpec {
   readonly updateStrategy: 'RollingUpdate' | 'Supervised';
   readonly maintenanceWindows: readonly Window[];
   readonly paused: boolean;
+  readonly hibernation: boolean;
   readonly sourceBackup?: string;
   readonly podTemplate: {
     readonly labels: Record<string, string>;
@@ -142,6 +143,7 @@ export function effectiveSpec(clusterName: string, rawSpec: unknown, defaults: O
       updateStrategy: spec.updateStrategy,
       maintenanceWindows: windows,
       paused: spec.paused,
+      hibernation: spec.hibernation,
       ...(spec.sourceBackup === undefined ? {} : { sourceBackup: spec.sourceBackup.name }),
       podTemplate: {
         labels: spec.podTemplate?.metadata?.labels ?? {},

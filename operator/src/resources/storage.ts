@@ -57,7 +57,7 @@ export type ClaimGrowth =
   /** The claim asks for less: this merge patch raises its request. */
   | { readonly kind: 'expand'; readonly patch: { spec: { resources: { requests: { storage: string } } } }; readonly fromSize: string }
   /** The request is raised; the volume's capacity is not yet (the CSI driver and the kubelet resize it). */
-  | { readonly kind: 'resizing'; readonly capacity?: string }
+  | { readonly kind: 'resizing'; readonly capacity?: string; readonly detail?: string }
   /** The spec asks for less than the claim holds: never shrunk (CEL refuses the change; an older object may still say so). */
   | { readonly kind: 'shrink-refused'; readonly requested: string };
 
@@ -77,6 +77,94 @@ export function planClaimGrowth(claim: KubeObject, desiredSize: string | number)
     return { kind: 'expand', patch: { spec: { resources: { requests: { storage: String(desiredSize) } } } }, fromSize: requested ?? '' };
   }
   const capacityBytes = capacity === undefined ? undefined : quantityBytes(capacity);
-  if (capacityBytes !== undefined && capacityBytes < requestedBytes) return { kind: 'resizing', capacity: capacity ?? '' };
+  if (capacityBytes !== undefined && capacityBytes < requestedBytes) {
+    const detail = resizeDetail(claim);
+    return { kind: 'resizing', capacity: capacity ?? '', ...(detail === undefined ? {} : { detail }) };
+  }
   return { kind: 'current' };
+}
+
+interface ClaimStatusObject {
+  conditions?: { type?: string; status?: string; message?: string }[];
+  allocatedResourceStatuses?: Record<string, string>;
+}
+
+/**
+ * PURE: where a resize stands, in the claim's own words: its conditions (`Resizing`,
+ * `FileSystemResizePending`, `ControllerResizeError`, `NodeResizeError`) and
+ * `status.allocatedResourceStatuses.storage` (`ControllerResizeInProgress`, `NodeResizePending`,
+ * `NodeResizeInfeasible`, ...).
+ */
+export function resizeDetail(claim: KubeObject): string | undefined {
+  const status = (claim['status'] ?? {}) as ClaimStatusObject;
+  const parts = (status.conditions ?? [])
+    .filter((condition) => condition.status === 'True' && condition.type !== undefined)
+    .map((condition) => (condition.message === undefined || condition.message === '' ? (condition.type ?? '') : `${condition.type ?? ''} (${condition.message})`));
+  const allocated = status.allocatedResourceStatuses?.['storage'];
+  if (allocated !== undefined) parts.push(allocated);
+  return parts.length === 0 ? undefined : parts.join(', ');
+}
+
+/** One PVC of the cluster as read (undefined: not there) and the size the spec asks of it. */
+export interface ClaimObservation {
+  readonly name: string;
+  readonly claim: KubeObject | undefined;
+  readonly desiredSize: string | number;
+}
+
+export interface VolumeGrowthPlan {
+  /** Claims whose request is raised now (merge patch of spec.resources.requests.storage). */
+  readonly expand: readonly { readonly name: string; readonly patch: { spec: { resources: { requests: { storage: string } } } }; readonly fromSize: string; readonly toSize: string }[];
+  /** Claims whose request is raised but whose capacity is not there yet. */
+  readonly resizing: readonly { readonly name: string; readonly capacity?: string; readonly detail?: string }[];
+  /** Claims that hold more than the spec asks (never shrunk). */
+  readonly shrinkRefused: readonly { readonly name: string; readonly requested: string }[];
+}
+
+/** PURE: what every existing PVC of the cluster needs to reach its size (missing claims are made by roll-out). */
+export function planVolumeGrowth(observed: readonly ClaimObservation[]): VolumeGrowthPlan {
+  const expand: VolumeGrowthPlan['expand'][number][] = [];
+  const resizing: VolumeGrowthPlan['resizing'][number][] = [];
+  const shrinkRefused: VolumeGrowthPlan['shrinkRefused'][number][] = [];
+  for (const entry of observed) {
+    if (entry.claim === undefined) continue;
+    const growth = planClaimGrowth(entry.claim, entry.desiredSize);
+    if (growth.kind === 'expand') expand.push({ name: entry.name, patch: growth.patch, fromSize: growth.fromSize, toSize: String(entry.desiredSize) });
+    else if (growth.kind === 'resizing') resizing.push({ name: entry.name, ...(growth.capacity === undefined ? {} : { capacity: growth.capacity }), ...(growth.detail === undefined ? {} : { detail: growth.detail }) });
+    else if (growth.kind === 'shrink-refused') shrinkRefused.push({ name: entry.name, requested: growth.requested });
+  }
+  return { expand, resizing, shrinkRefused };
+}
+
+export interface VolumesConditionState {
+  readonly status: 'True' | 'False';
+  readonly reason: 'VolumesAtSize' | 'Expanding' | 'ExpansionRefused' | 'ShrinkRefused';
+  readonly message: string;
+}
+
+/**
+ * PURE: the VolumesExpanded condition (where the PVCs stand against spec.storage) after this reconcile's patches: `refused` are the claims
+ * whose patch the apiserver refused (a StorageClass without allowVolumeExpansion, a static
+ * volume), with its message; `expanded` the claims raised now (their resize begins).
+ */
+export function volumesCondition(input: {
+  readonly plan: VolumeGrowthPlan;
+  readonly expanded: readonly string[];
+  readonly refused: readonly { readonly name: string; readonly message: string }[];
+  readonly claims: number;
+}): VolumesConditionState {
+  if (input.refused.length > 0) {
+    const list = input.refused.map((entry) => `${entry.name}: ${entry.message}`).join('; ');
+    return { status: 'False', reason: 'ExpansionRefused', message: `the apiserver refused to expand ${list} (the StorageClass must have allowVolumeExpansion: true)`.slice(0, 2000) };
+  }
+  const inProgress = [
+    ...input.expanded.map((name) => `${name}: resize requested`),
+    ...input.plan.resizing.map((entry) => `${entry.name}: capacity ${entry.capacity ?? '?'}${entry.detail === undefined ? '' : `, ${entry.detail}`}`),
+  ];
+  if (inProgress.length > 0) return { status: 'False', reason: 'Expanding', message: `expanding ${inProgress.join('; ')}`.slice(0, 2000) };
+  if (input.plan.shrinkRefused.length > 0) {
+    const list = input.plan.shrinkRefused.map((entry) => `${entry.name} (${entry.requested})`).join(', ');
+    return { status: 'False', reason: 'ShrinkRefused', message: `spec.storage asks for less than ${list} hold: a PVC is never shrunk` };
+  }
+  return { status: 'True', reason: 'VolumesAtSize', message: `${input.claims} PVC(s) at the size spec.storage asks` };
 }

@@ -15,7 +15,7 @@ export const DURATION_BUCKETS_SECONDS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 
 /** Seconds buckets for backups: 1 s to 2 hours. */
 export const BACKUP_BUCKETS_SECONDS = [1, 10, 60, 300, 900, 1800, 3600, 7200];
 
-export const CLUSTER_PHASES = ['Creating', 'Ready', 'Updating', 'Scaling', 'Degraded', 'Paused', 'Failed'] as const;
+export const CLUSTER_PHASES = ['Creating', 'Ready', 'Updating', 'Scaling', 'Degraded', 'Paused', 'Failed', 'Hibernating', 'Hibernated'] as const;
 
 type ClusterKey = { readonly namespace: string; readonly name: string };
 

@@ -10,6 +10,11 @@ if obj.spec ~= nil and obj.spec.paused == true then
   hs.message = "spec.paused is true"
   return hs
 end
+if obj.spec ~= nil and obj.spec.hibernation == true and obj.status ~= nil and obj.status.phase == "Hibernated" then
+  hs.status = "Suspended"
+  hs.message = "spec.hibernation is true: every node is stopped, PVCs and Secrets kept"
+  return hs
+end
 if obj.status == nil or obj.status.conditions == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the operator"

@@ -31,6 +31,8 @@ import {
   buildCleanupJob,
   buildCredentialsSecret,
   buildFileCopyJob,
+  FILE_COPY_DEADLINE_SECONDS,
+  jobSchedulingOf,
   buildVolumeSnapshot,
   childName,
   fileCopyPath,
@@ -489,6 +491,7 @@ async function fileCopy(state: BackupState): Promise<StepOutcome> {
       imagePullPolicy: check.spec.imagePullPolicy,
       opsSecret: { name: check.spec.users.ops.name, key: check.spec.users.ops.key },
       ...(caSecret === undefined ? {} : { caSecret }),
+      scheduling: jobSchedulingOf(check.spec.podTemplate, FILE_COPY_DEADLINE_SECONDS),
     });
     existing = await createIgnoringExists(state.deps.api, JOBS, job);
     state.status = { ...state.status, sourceNode: nodeName };

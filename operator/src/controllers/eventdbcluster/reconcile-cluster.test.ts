@@ -16,7 +16,7 @@ import type { EventInput } from '../../runtime/events.js';
 import { FakeKubeApi } from '../../runtime/fake-kube-api.js';
 import { Informer } from '../../runtime/informer.js';
 import { InformerSet } from '../../runtime/informer-set.js';
-import type { KubeObject } from '../../runtime/kube-api.js';
+import { KubeApiError, type KubeObject } from '../../runtime/kube-api.js';
 import { OperatorMetrics, valueOf } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildCredentialsSecret } from '../../resources/backup-objects.js';
@@ -577,6 +577,32 @@ describe('reconcileCluster', () => {
     expect(harness.events.map((event) => event.reason)).toEqual(expect.arrayContaining(['NodeStoppingForBackup', 'BackupReleased']));
   });
 
+  it('a volume-snapshot backup of the leader: it resigns first, and stops only once another node leads', async () => {
+    harness = new Harness();
+    harness.api.seed(BACKUPS, backupObject('nightly-43', 'VolumeSnapshot', { phase: 'Running' }));
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/backup-hold': 'nightly-43/orders-0/Stop' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname} ${request.url.pathname}`)).toEqual(['orders-0.test /admin/node/resign']);
+    expect(harness.status().operation).toMatchObject({ kind: 'Backup', podStep: 'Resigning' });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    // the hand-over: orders-1 leads; now orders-0 stops for its snapshots
+    harness.gossip.set('orders-0', 'Follower');
+    harness.gossip.set('orders-1', 'Leader');
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-1', 'orders-2']);
+    const reasons = harness.events.map((event) => event.reason);
+    expect(reasons.indexOf('LeaderResignRequested')).toBeLessThan(reasons.indexOf('NodeStoppingForBackup'));
+  });
+
   it('creates every node of a new three-node cluster at once, each started with the cluster size and the others as seeds', async () => {
     harness = new Harness();
     await harness.start({ replicas: 3 });
@@ -618,6 +644,186 @@ describe('reconcileCluster', () => {
     expect(harness.status().nextMaintenanceWindow).toBe('2026-03-07T01:00:00.000Z');
     expect(harness.status().conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ reason: 'WaitingForMaintenanceWindow' });
     expect(result.requeueAfterMs).toBe(60_000);
+  });
+
+  it('grows the PVCs when spec.storage.data.size grows, reports the resize until the capacity follows, and says when none are left', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, storage: { data: { size: '1Gi' } } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '1Gi' } } }, { subresource: 'status' });
+    await harness.reconcile();
+    expect(harness.status().conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'True', reason: 'VolumesAtSize' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { storage: { data: { size: '3Gi' } } } });
+    const result = await harness.reconcile();
+    const claim = harness.api.objects(PVCS).find((object) => object.metadata.name === 'data-orders-0');
+    expect((claim?.['spec'] as { resources: { requests: { storage: string } } }).resources.requests.storage).toBe('3Gi');
+    expect(harness.events.find((event) => event.reason === 'VolumeExpansionStarted')?.note).toBe('data-orders-0: request raised from 1Gi to 3Gi');
+    expect(result.requeueAfterMs).toBeLessThanOrEqual(5000);
+    // the CSI driver resized the volume; the kubelet has not grown the file system yet
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '1Gi' }, conditions: [{ type: 'FileSystemResizePending', status: 'True' }] } }, { subresource: 'status' });
+    await harness.reconcile();
+    let status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'False', reason: 'Expanding', message: 'expanding data-orders-0: capacity 1Gi, FileSystemResizePending' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'True', reason: 'ExpandingVolumes' });
+    expect(status.phase).toBe('Ready');
+    await harness.api.patch(PVCS, 'shop', 'data-orders-0', { status: { capacity: { storage: '3Gi' }, conditions: null } }, { subresource: 'status' });
+    await harness.reconcile();
+    status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'True', reason: 'VolumesAtSize' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'False' });
+    expect(harness.events.map((event) => event.reason)).toContain('VolumesExpanded');
+    expect(harness.events.filter((event) => event.reason === 'VolumeExpansionStarted')).toHaveLength(1);
+  });
+
+  it('reports a PVC the apiserver will not expand (StorageClass without allowVolumeExpansion) as Stalled, with one Warning Event', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 1, storage: { data: { size: '1Gi' } } });
+    await harness.reconcile();
+    await harness.runPod('orders-0');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { storage: { data: { size: '3Gi' } } } });
+    const refusal = 'persistentvolumeclaims "data-orders-0" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize';
+    for (let i = 0; i < 3; i++) {
+      harness.api.failNext.set('patch', new KubeApiError(403, 'Forbidden', refusal));
+      await harness.reconcile();
+    }
+    const claim = harness.api.objects(PVCS).find((object) => object.metadata.name === 'data-orders-0');
+    expect((claim?.['spec'] as { resources: { requests: { storage: string } } }).resources.requests.storage).toBe('1Gi');
+    const status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'VolumesExpanded')).toMatchObject({ status: 'False', reason: 'ExpansionRefused' });
+    expect(status.conditions?.find((condition) => condition.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'VolumeExpansionRefused' });
+    expect(status.conditions?.find((condition) => condition.type === 'Stalled')?.message).toContain('allowVolumeExpansion');
+    expect(harness.events.filter((event) => event.reason === 'VolumeExpansionRefused')).toHaveLength(1);
+  });
+
+  it('switches over to the named follower: priorities set, the leader resigns, done when it leads; the annotation is cleared', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status()).toMatchObject({ phase: 'Ready', leader: 'orders-0' });
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/switchover': 'orders-2', 'eventdb.io/switchover-now': 'true' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    const posts = harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname.replace(/\.test$/, '')} ${request.url.pathname}`);
+    expect(posts).toEqual(['orders-0 /admin/node/priority/0', 'orders-1 /admin/node/priority/0', 'orders-2 /admin/node/priority/100', 'orders-0 /admin/node/resign']);
+    expect(harness.status().operation).toMatchObject({ kind: 'Switchover', pod: 'orders-2', previousLeader: 'orders-0' });
+    expect(harness.events.map((event) => event.reason)).toContain('SwitchoverStarted');
+    // the election: orders-2 leads
+    harness.gossip.set('orders-0', 'Follower');
+    harness.gossip.set('orders-2', 'Leader');
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.operation).toBeUndefined();
+    expect(status).toMatchObject({ leader: 'orders-2', lastOperation: { kind: 'Switchover', result: 'Succeeded' } });
+    expect(harness.events.find((event) => event.reason === 'SwitchoverCompleted')?.note).toMatch(/^switchover to orders-2 completed in [0-9.]+ s \(resigned: orders-0\)$/);
+    const annotations = harness.api.objects(EVENTDB_CLUSTERS)[0]?.metadata.annotations ?? {};
+    expect(annotations['eventdb.io/switchover']).toBeUndefined();
+    expect(annotations['eventdb.io/switchover-now']).toBeUndefined();
+  });
+
+  it('refuses a switchover to a pod that does not exist, with a Warning Event, and clears the annotation without touching a node', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/switchover': 'orders-9' } } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.requests.filter((request) => request.method === 'POST')).toEqual([]);
+    expect(harness.events.find((event) => event.reason === 'SwitchoverTargetNotFound')).toMatchObject({ type: 'Warning' });
+    expect(harness.api.objects(EVENTDB_CLUSTERS)[0]?.metadata.annotations?.['eventdb.io/switchover']).toBeUndefined();
+    expect(harness.status().operation).toBeUndefined();
+  });
+
+  it('hibernates: followers stop first, the leader last after it resigned, PVCs and Secrets kept, phase Hibernated; waking brings every node back on the same PVCs', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Follower');
+    await harness.runPod('orders-1', 'Leader');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status().phase).toBe('Ready');
+    const claimUids = harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort();
+    const secrets = harness.names(SECRETS);
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { hibernation: true } });
+    harness.requests.length = 0;
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-1']);
+    expect(harness.requests.filter((request) => request.method === 'POST')).toEqual([]);
+    expect(harness.status().phase).toBe('Hibernating');
+    harness.gossip.delete('orders-0');
+    harness.gossip.delete('orders-2');
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.requests.filter((request) => request.method === 'POST').map((request) => `${request.url.hostname} ${request.url.pathname}`)).toEqual(['orders-1.test /admin/node/resign']);
+    harness.gossip.delete('orders-1');
+    await harness.reconcile();
+    await harness.reconcile();
+    const status = harness.status();
+    expect(status.phase).toBe('Hibernated');
+    expect(status.conditions?.find((condition) => condition.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+    expect(status.conditions?.find((condition) => condition.type === 'Reconciling')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+    expect(harness.names(PODS)).toEqual([]);
+    expect(harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort()).toEqual(claimUids);
+    expect(harness.names(SECRETS)).toEqual(secrets);
+    const reasons = harness.events.map((event) => event.reason);
+    expect(reasons.filter((reason) => reason === 'NodeStoppingForHibernation')).toHaveLength(3);
+    expect(reasons.filter((reason) => reason === 'Hibernated')).toHaveLength(1);
+    // wake
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { spec: { hibernation: false } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(harness.api.objects(PVCS).map((claim) => claim.metadata.uid).sort()).toEqual(claimUids);
+    expect(harness.events.map((event) => event.reason)).toContain('ClusterWaking');
+    await harness.runPod('orders-0', 'Follower');
+    await harness.runPod('orders-1', 'Leader');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    expect(harness.status().phase).toBe('Ready');
+  });
+
+  it('fences a follower: its pod is stopped and not recreated, the PVC kept; below quorum refused without force; unfencing starts it again', async () => {
+    harness = new Harness();
+    await harness.start({ replicas: 3 });
+    await harness.reconcile();
+    await harness.runPod('orders-0', 'Leader');
+    await harness.runPod('orders-1', 'Follower');
+    await harness.runPod('orders-2', 'Follower');
+    await harness.reconcile();
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': '["orders-1"]' } } });
+    await harness.reconcile();
+    harness.gossip.delete('orders-1');
+    for (let i = 0; i < 3; i++) await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-2']);
+    expect(harness.names(PVCS)).toEqual(['data-orders-0', 'data-orders-1', 'data-orders-2']);
+    let status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'Fenced')).toMatchObject({ status: 'True', reason: 'NodesFenced', message: 'fenced: orders-1' });
+    expect(status.leader).toBe('orders-0');
+    expect(harness.events.filter((event) => event.reason === 'NodeFenced')).toHaveLength(1);
+    expect(harness.events.map((event) => event.reason)).not.toContain('NodeRecreated');
+    // a second voting node: below quorum, refused without force; nothing more is stopped
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': '["orders-1","orders-2"]' } } });
+    await harness.reconcile();
+    await harness.reconcile();
+    // orders-1 stays fenced (a refused addition unfences nothing), orders-2 runs on
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-2']);
+    status = harness.status();
+    expect(status.conditions?.find((condition) => condition.type === 'Fenced')).toMatchObject({ status: 'False', reason: 'FencingBelowQuorum' });
+    expect(harness.events.filter((event) => event.reason === 'FencingBelowQuorum')).toHaveLength(1);
+    // unfenced: the node starts again on its PVC
+    await harness.api.patch(EVENTDB_CLUSTERS, 'shop', 'orders', { metadata: { annotations: { 'eventdb.io/fenced': null } } });
+    await harness.reconcile();
+    expect(harness.names(PODS)).toEqual(['orders-0', 'orders-1', 'orders-2']);
   });
 
   it('recreates a pod someone deleted, on the same PVC', async () => {

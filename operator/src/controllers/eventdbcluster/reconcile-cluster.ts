@@ -10,34 +10,41 @@
  *   load-source-backup   spec.sourceBackup, until the cluster was first Ready: the Backup to restore
  *   observe-members      each running node's own gossip: role, liveness, checkpoints
  *   stop-when-paused     spec.paused: report and stop
+ *   fence                eventdb.io/fenced: stop the named nodes, leave them alone until unfenced
  *   ensure-secrets       generated passwords, self-signed CA and node certificate
  *   ensure-config        ConfigMap <cluster>-config
  *   ensure-services      <cluster>, <cluster>-leader, <cluster>-headless
  *   ensure-pdb           PodDisruptionBudget <cluster>
+ *   grow-volumes         a bigger spec.storage size: raise the existing PVCs' requests, report the resize
  *   sync-role-labels     eventdb.io/role of every pod, from gossip
+ *   hibernate            spec.hibernation: stop every node (followers first, the leader last after a resign); stop
  *   reload-certificates  the certificate or CA Secret changed: reload every node, verify each;
  *                        next to a backup, scavenge, rolling update or scale, never behind it
  *   hold-for-backup      a Backup holds the cluster: status.operation Backup, its node stopped
  *                        for volume snapshots; no rolling update or scale meanwhile
  *   hold-for-scavenge    a ScavengeSchedule's cycle holds the cluster: status.operation Scavenge
+ *   switchover           eventdb.io/switchover: <pod>: priorities, resign, until that node leads
  *   roll-out             the planner's next action: create, restart, resign, remove, or wait
  */
 import type { Logger } from 'pino';
-import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, LABEL_ROLE } from '../../api/group.js';
+import { ANNOTATION_APPROVE, ANNOTATION_BACKUP_HOLD, ANNOTATION_RESTARTED_AT, ANNOTATION_RESTORED_FROM, ANNOTATION_SCAVENGE_HOLD, ANNOTATION_SWITCHOVER, ANNOTATION_SWITCHOVER_NOW, ANNOTATION_FENCED, ANNOTATION_FENCED_FORCE, LABEL_ROLE } from '../../api/group.js';
+import { planHibernation } from './hibernation-plan.js';
+import { parseFenced, planFencing } from './fencing-plan.js';
+import { LOWERED_PRIORITY, planSwitchover, TARGET_PRIORITY } from './switchover-plan.js';
 import type { Backup } from '../../api/backup.js';
 import type { CertificateRotationStatus, EventDBClusterStatus, OperationStatus } from '../../api/eventdb-cluster.js';
-import type { NodeClient } from '../../node-client/node-client.js';
+import type { NodeClient, NodeEndpoint } from '../../node-client/node-client.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { ReconcileContext, ReconcileResult } from '../../runtime/controller.js';
 import type { EventInput, EventSink } from '../../runtime/events.js';
 import type { InformerSet } from '../../runtime/informer-set.js';
-import { isNotFound, isConflict, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
+import { isNotFound, isConflict, KubeApiError, type KubeApi, type KubeObject } from '../../runtime/kube-api.js';
 import { runSteps, type Step, type StepOutcome } from '../../runtime/steps.js';
 import type { OperatorMetrics } from '../../runtime/metrics.js';
 import { BACKUPS, CONFIG_MAPS, EVENTDB_CLUSTERS, JOBS, PDBS, PODS, PVCS, SCAVENGE_SCHEDULES, SECRETS, SERVICES } from '../../runtime/resource-types.js';
 import { buildRestoreJob, credentialsSecretName, jobOutcome, parseBackupHold, restoreJobName } from '../../resources/backup-objects.js';
 import { decodeSecretValue } from '../../resources/secrets.js';
-import { dataClaimName } from '../../resources/names.js';
+import { dataClaimName, indexClaimName } from '../../resources/names.js';
 import { buildConfigMap } from '../../resources/config-map.js';
 import { effectiveSpec, type EffectiveSpec, type OperatorDefaults } from '../../resources/effective-spec.js';
 import type { ClusterIdentity } from '../../resources/labels.js';
@@ -45,7 +52,7 @@ import { nodesServeTls, renderNodeConfigFile } from '../../resources/node-settin
 import { buildPdb } from '../../resources/pdb.js';
 import { buildPod, podRevision } from '../../resources/pod.js';
 import { buildServices } from '../../resources/services.js';
-import { buildClaims, type ClaimSnapshots } from '../../resources/storage.js';
+import { buildClaims, planVolumeGrowth, volumesCondition, type ClaimObservation, type ClaimSnapshots, type VolumesConditionState } from '../../resources/storage.js';
 import { canonicalJson } from '../../resources/revision.js';
 import { nodeTlsSecretName } from '../../resources/names.js';
 import { ChildApplier, ensureClaims, ensureTlsSecrets, ensureUserSecrets, nodeTrustCertificates, opsCredentials } from './children.js';
@@ -53,7 +60,7 @@ import { windowState } from './maintenance-window.js';
 import type { NodeAccess } from '../../node-client/node-access.js';
 import { leaderClaimants, leaderOf, nodeEndpoint, observeMembers, podView, roleLabelOf, type ObservedMember, type PodView } from './observe.js';
 import { configuredSize, planRollout, type Action, type NodeKind, type PodToCreate } from './rollout-plan.js';
-import { CONDITION_CERTIFICATES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
+import { CONDITION_CERTIFICATES, CONDITION_FENCED, CONDITION_VOLUMES, certificatesCondition, computeStatus, type ConditionState, type StatusInput } from './status.js';
 import type { NodeSignaller } from '../../node-client/node-signal.js';
 import { beginRotation, failureOf, FAILURES_BEFORE_REPORT, FILES_WAIT_LIMIT_MS, finishRotation, methodInWords, nodeVerdict, recordFailure, recordSignalFailure, recordVerified, reloadMethod, rotationNeeded, rotationPlacement, remainingNodes, withoutSignal } from './certificate-rotation.js';
 import { nudgeKubelet, readRotationTarget, reloadNode, viewNode, type NodeRotationDeps } from './certificate-reload.js';
@@ -81,6 +88,9 @@ export interface ClusterControllerDeps {
 export const BUSY_REQUEUE_MS = 2000;
 export const IDLE_REQUEUE_MS = 15_000;
 const WINDOW_POLL_MAX_MS = 60_000;
+const VOLUME_RESIZE_POLL_MS = 5000;
+/** How long a leader asked to resign before its volume snapshots may still lead before it is stopped anyway. */
+const BACKUP_RESIGN_WAIT_MS = 20_000;
 
 interface ReconcileState {
   readonly deps: ClusterControllerDeps;
@@ -114,6 +124,14 @@ interface ReconcileState {
   /** spec.sourceBackup while the cluster is being bootstrapped from it. */
   restore?: RestoreSource;
   restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** Set by fence: the pods the operator leaves alone (not created, restarted or labelled). */
+  fenced: ReadonlySet<string>;
+  /** Set by fence: the Fenced condition. */
+  fencing?: ConditionState;
+  /** Set by hibernate: spec.hibernation is true and nodes still stop, or none is left. */
+  hibernation?: 'Hibernating' | 'Hibernated';
+  /** Set by grow-volumes: the VolumesExpanded condition. */
+  volumes?: VolumesConditionState;
 }
 
 /** What the new nodes' volumes are made from. */
@@ -133,14 +151,18 @@ export const STEPS: readonly Step<ReconcileState>[] = [
   { name: 'load-source-backup', run: loadSourceBackup },
   { name: 'observe-members', run: observeMembersStep },
   { name: 'stop-when-paused', run: stopWhenPaused },
+  { name: 'fence', run: fence },
   { name: 'ensure-secrets', run: ensureSecrets },
   { name: 'ensure-config', run: ensureConfig },
   { name: 'ensure-services', run: ensureServices },
   { name: 'ensure-pdb', run: ensurePdb },
+  { name: 'grow-volumes', run: growVolumes },
   { name: 'sync-role-labels', run: syncRoleLabels },
+  { name: 'hibernate', run: hibernate },
   { name: 'reload-certificates', run: reloadCertificates },
   { name: 'hold-for-backup', run: holdForBackup },
   { name: 'hold-for-scavenge', run: holdForScavenge },
+  { name: 'switchover', run: switchoverStep },
   { name: 'roll-out', run: rollOut },
 ];
 
@@ -165,6 +187,8 @@ export async function reconcileCluster(deps: ClusterControllerDeps, context: Rec
       await writeStatus(state).catch((statusErr: unknown) => context.log.warn({ err: statusErr }, 'status not written'));
     },
   });
+  // A resize in progress is looked at again soon, whatever else the cluster does.
+  if (state.volumes?.reason === 'Expanding') state.requeueAfterMs = Math.min(state.requeueAfterMs ?? IDLE_REQUEUE_MS, VOLUME_RESIZE_POLL_MS);
   await writeStatus(state);
   reportMetrics(state);
   return state.requeueAfterMs === undefined ? {} : { requeueAfterMs: state.requeueAfterMs };
@@ -183,6 +207,7 @@ function initialState(deps: ClusterControllerDeps, log: Logger, cluster: KubeObj
     revisions: { quorum: '', 'read-only-replica': '' },
     pods: [],
     members: new Map(),
+    fenced: new Set(),
     membersObserved: false,
     leader: undefined,
     operation: previous?.operation,
@@ -310,6 +335,44 @@ async function stopWhenPaused(state: ReconcileState): Promise<StepOutcome> {
   return 'stop';
 }
 
+/**
+ * Fencing (annotation eventdb.io/fenced, fencing-plan.ts decides): each fenced node's pod is
+ * deleted (SIGTERM: the node stops cleanly; its PVCs stay) and from then on the operator neither
+ * recreates, restarts nor labels it: the later steps do not see it. Refused as a whole (Warning
+ * Event, condition Fenced=False, nothing fenced) for a bad list, or one that leaves fewer voting
+ * nodes than a quorum without eventdb.io/fenced-force: "true". Removing a node from the list lets
+ * roll-out start it again on its PVCs.
+ */
+async function fence(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const annotations = state.cluster.metadata.annotations ?? {};
+  const decision = planFencing({
+    list: parseFenced(annotations[ANNOTATION_FENCED], { name: state.identity.name, replicas: spec.replicas, readOnlyReplicas: spec.readOnlyReplicas }, state.pods),
+    force: annotations[ANNOTATION_FENCED_FORCE] === 'true',
+    pods: state.pods,
+    clusterSize: configuredSize(state.pods, spec.replicas),
+  });
+  const said = state.previous?.conditions?.find((condition) => condition.type === CONDITION_FENCED);
+  if (decision.kind === 'none') {
+    if (said?.status === 'True') await emit(state, { type: 'Normal', reason: 'NodesUnfenced', action: 'Unfence', note: `eventdb.io/fenced is empty: ${said.message.replace(/^fenced: /, '')} start again` });
+    state.fencing = { status: 'False', reason: 'NotFenced', message: '' };
+    return 'continue';
+  }
+  if (decision.kind === 'refuse') {
+    state.fencing = { status: 'False', reason: decision.reason, message: decision.message };
+    if (said?.reason !== decision.reason || said.message !== decision.message) await emit(state, { type: 'Warning', reason: decision.reason, action: 'Fence', note: `${decision.message}; no running node was stopped` });
+    state.fenced = new Set(decision.keep);
+    return 'continue';
+  }
+  for (const pod of decision.stop) await stopPod(state, pod.name, pod.uid, 'NodeFenced', `fence ${pod.name}: the node is stopped, its PVCs kept; the operator leaves it alone until it leaves eventdb.io/fenced`);
+  state.fenced = new Set(decision.fenced);
+  state.pods = state.pods.filter((pod) => !state.fenced.has(pod.name));
+  for (const name of state.fenced) state.members.delete(name);
+  state.leader = leaderOf(state.members);
+  state.fencing = { status: 'True', reason: 'NodesFenced', message: `fenced: ${decision.fenced.join(', ')}` };
+  return 'continue';
+}
+
 async function ensureSecrets(state: ReconcileState): Promise<StepOutcome> {
   const spec = state.spec as EffectiveSpec;
   let inherited: { admin: string; ops: string } | undefined;
@@ -358,6 +421,51 @@ async function ensurePdb(state: ReconcileState): Promise<StepOutcome> {
   return 'continue';
 }
 
+/**
+ * Volume growth: spec.storage.data.size / index.size bigger than a PVC's request raises that
+ * request (merge patch); the CSI driver and the kubelet resize the volume (online where the
+ * driver can), and VolumesExpanded says how far each claim is (its own conditions such as
+ * FileSystemResizePending). A StorageClass without allowVolumeExpansion makes the apiserver
+ * refuse the patch: VolumesExpanded=False ExpansionRefused, Stalled=True, a Warning Event.
+ * Needs no restart, so it runs at any time, outside maintenance windows and operations.
+ */
+async function growVolumes(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const { api } = state.deps;
+  const { namespace } = state.identity;
+  const observed: ClaimObservation[] = [];
+  for (const pod of state.pods) {
+    observed.push({ name: dataClaimName(pod.name), claim: await api.get(PVCS, namespace, dataClaimName(pod.name)), desiredSize: spec.storage.data.size });
+    if (spec.storage.index !== undefined) {
+      observed.push({ name: indexClaimName(pod.name), claim: await api.get(PVCS, namespace, indexClaimName(pod.name)), desiredSize: spec.storage.index.size });
+    }
+  }
+  const plan = planVolumeGrowth(observed);
+  const expanded: string[] = [];
+  const refused: { name: string; message: string }[] = [];
+  for (const claim of plan.expand) {
+    try {
+      await api.patch(PVCS, namespace, claim.name, claim.patch);
+      expanded.push(claim.name);
+      await emit(state, { type: 'Normal', reason: 'VolumeExpansionStarted', action: 'Expand', note: `${claim.name}: request raised from ${claim.fromSize} to ${claim.toSize}` });
+    } catch (err: unknown) {
+      if (isNotFound(err)) continue;
+      if (!(err instanceof KubeApiError) || (err.statusCode !== 403 && err.statusCode !== 422)) throw err;
+      refused.push({ name: claim.name, message: err.message });
+    }
+  }
+  const condition = volumesCondition({ plan, expanded, refused, claims: observed.filter((entry) => entry.claim !== undefined).length });
+  const said = state.previous?.conditions?.find((entry) => entry.type === CONDITION_VOLUMES);
+  if (condition.reason === 'ExpansionRefused' && (said?.reason !== condition.reason || said.message !== condition.message)) {
+    await emit(state, { type: 'Warning', reason: 'VolumeExpansionRefused', action: 'Expand', note: condition.message });
+  }
+  if (condition.reason === 'VolumesAtSize' && said?.reason === 'Expanding') {
+    await emit(state, { type: 'Normal', reason: 'VolumesExpanded', action: 'Expand', note: condition.message });
+  }
+  state.volumes = condition;
+  return 'continue';
+}
+
 async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
   for (const pod of state.pods) {
     const role = roleLabelOf(state.members.get(pod.name), state.leader);
@@ -370,6 +478,68 @@ async function syncRoleLabels(state: ReconcileState): Promise<StepOutcome> {
     }
   }
   return 'continue';
+}
+
+/**
+ * Hibernation (spec.hibernation: true; hibernation-plan.ts decides): a Backup or scavenge that
+ * holds the cluster finishes first; any other operation (rolling update, scale, switchover) is
+ * ended (lastOperation result Superseded: it resumes from the spec after waking). Replicas and
+ * followers are stopped first, then the node that led, after it resigned; PVCs and Secrets stay,
+ * nothing is created while it is set (the step stops the reconcile). false: roll-out creates
+ * every node again on its PVCs, the cluster size they had.
+ */
+async function hibernate(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  if (!spec.hibernation) {
+    if (state.previous?.phase === 'Hibernated' || state.previous?.phase === 'Hibernating') {
+      await emit(state, { type: 'Normal', reason: 'ClusterWaking', action: 'Wake', note: 'spec.hibernation is false: starting every node again on its volumes' });
+    }
+    return 'continue';
+  }
+  const current = state.operation;
+  if (current?.kind === 'Backup' || current?.kind === 'Scavenge' || holdRequested(state) !== undefined) {
+    state.waiting = { reason: 'HibernationWaiting', message: `hibernation waits for ${current?.kind ?? holdRequested(state) ?? ''} ${current?.id ?? ''} to release the cluster` };
+    return 'continue';
+  }
+  if (current !== undefined) {
+    state.operation = undefined;
+    state.lastOperation = { id: current.id, kind: current.kind, result: 'Superseded', finishedAt: new Date(state.nowMs).toISOString() };
+  }
+  if (state.previous?.phase !== 'Hibernating' && state.previous?.phase !== 'Hibernated' && state.pods.length > 0) {
+    await emit(state, { type: 'Normal', reason: 'HibernationStarted', action: 'Hibernate', note: `spec.hibernation is true: stopping ${state.pods.length} node(s), the leader last; PVCs and Secrets are kept` });
+  }
+  const step = planHibernation(state.pods, state.leader);
+  state.hibernation = step.kind === 'hibernated' ? 'Hibernated' : 'Hibernating';
+  state.requeueAfterMs = step.kind === 'hibernated' ? IDLE_REQUEUE_MS : BUSY_REQUEUE_MS;
+  switch (step.kind) {
+    case 'hibernated':
+      if (state.previous?.phase !== 'Hibernated') await emit(state, { type: 'Normal', reason: 'Hibernated', action: 'Hibernate', note: 'every node is stopped; PVCs and Secrets are kept' });
+      return 'stop';
+    case 'wait':
+      state.waiting = { reason: 'Hibernating', message: `waiting for ${step.stopping.join(', ')} to stop` };
+      return 'stop';
+    case 'stop':
+      state.waiting = { reason: 'Hibernating', message: `stopping ${step.pods.map((pod) => pod.name).join(', ')}` };
+      await writeStatus(state);
+      for (const pod of step.pods) await stopPod(state, pod.name, pod.uid, 'NodeStoppingForHibernation', `stop ${pod.name} (hibernation)`);
+      return 'stop';
+    case 'stop-last':
+      state.waiting = { reason: 'Hibernating', message: `stopping ${step.pod.name}, the last node${step.resign ? ', after it resigned' : ''}` };
+      await writeStatus(state);
+      if (step.resign) await resign(state, step.pod.name);
+      await stopPod(state, step.pod.name, step.pod.uid, 'NodeStoppingForHibernation', `stop ${step.pod.name}, the last node (hibernation)`);
+      return 'stop';
+  }
+}
+
+/** Deletes one pod by uid (SIGTERM: the node closes its files); PVCs stay. */
+async function stopPod(state: ReconcileState, pod: string, uid: string, reason: string, note: string): Promise<void> {
+  await emit(state, { type: 'Normal', reason, action: 'Stop', note });
+  try {
+    await state.deps.api.delete(PODS, state.identity.namespace, pod, { uid });
+  } catch (err: unknown) {
+    if (!isConflict(err) && !isNotFound(err)) throw err;
+  }
 }
 
 /**
@@ -611,6 +781,23 @@ async function holdForBackup(state: ReconcileState): Promise<StepOutcome> {
     return 'stop';
   }
   const pod = state.pods.find((candidate) => candidate.name === hold.pod);
+  // The leader is never stopped without a hand-over: it resigns first; if it still leads after
+  // BACKUP_RESIGN_WAIT_MS it is stopped all the same (the election follows its stop).
+  const voting = state.pods.filter((candidate) => candidate.kind === 'quorum').length;
+  if (pod !== undefined && !pod.terminating && state.leader === pod.name && voting > 1) {
+    const askedAtMs = operation.podStep === 'Resigning' ? Date.parse(operation.stepStartedAt ?? '') : Number.NaN;
+    if (Number.isNaN(askedAtMs)) {
+      state.operation = { ...operation, step: `${hold.pod} resigns before it stops for volume snapshots (backup ${hold.backup})`, podStep: 'Resigning', stepStartedAt: nowIso };
+      await writeStatus(state);
+      await resign(state, pod.name);
+      return 'stop';
+    }
+    if (state.nowMs - askedAtMs < BACKUP_RESIGN_WAIT_MS) {
+      state.operation = operation;
+      return 'stop';
+    }
+    await emit(state, { type: 'Warning', reason: 'LeaderStillLeading', action: 'Stop', note: `${hold.pod} still leads ${BACKUP_RESIGN_WAIT_MS / 1000} s after it was asked to resign: stopping it for backup ${hold.backup} anyway` });
+  }
   if (pod !== undefined && !pod.terminating) {
     operation = { ...operation, step: `stop ${hold.pod} for volume snapshots (backup ${hold.backup})`, podStep: 'Stopping', stepStartedAt: nowIso };
     state.operation = operation;
@@ -665,6 +852,92 @@ async function holdForScavenge(state: ReconcileState): Promise<StepOutcome> {
   return 'stop';
 }
 
+/**
+ * Switchover (annotation eventdb.io/switchover: <voting pod>): planSwitchover decides; this step
+ * sets the election priorities (the target TARGET_PRIORITY, the other voting nodes
+ * LOWERED_PRIORITY) on every running voting node, persists status.operation (kind Switchover),
+ * then asks the leader to resign, and again a leader that is not the target, until the target
+ * leads. The result (SwitchoverCompleted / SwitchoverRefused / SwitchoverFailed) is an Event and
+ * the annotations are cleared. Waits for a maintenance window unless eventdb.io/switchover-now is
+ * "true", and for another operation to finish.
+ */
+async function switchoverStep(state: ReconcileState): Promise<StepOutcome> {
+  const spec = state.spec as EffectiveSpec;
+  const annotations = state.cluster.metadata.annotations ?? {};
+  const window = windowState(spec.maintenanceWindows, state.nowMs);
+  const decision = planSwitchover({
+    requested: annotations[ANNOTATION_SWITCHOVER]?.trim(),
+    now: annotations[ANNOTATION_SWITCHOVER_NOW] === 'true',
+    windowOpen: window.open,
+    ...(window.open || window.opensAtMs === undefined ? {} : { windowOpensAtMs: window.opensAtMs }),
+    operation: state.operation,
+    pods: state.pods,
+    members: state.members,
+    leader: state.leader,
+    nowMs: state.nowMs,
+  });
+  const clearRequest = async (): Promise<void> => {
+    await state.deps.api.patch(EVENTDB_CLUSTERS, state.identity.namespace, state.identity.name, { metadata: { annotations: { [ANNOTATION_SWITCHOVER]: null, [ANNOTATION_SWITCHOVER_NOW]: null } } });
+  };
+  const finish = (operation: OperationStatus | undefined, result: string): void => {
+    if (operation === undefined) return;
+    state.operation = undefined;
+    state.lastOperation = { id: operation.id, kind: 'Switchover', result, finishedAt: new Date(state.nowMs).toISOString() };
+    state.deps.metrics.operationSeconds.observe({ kind: 'Switchover', result }, (state.nowMs - Date.parse(operation.startedAt)) / 1000);
+  };
+  switch (decision.kind) {
+    case 'none':
+      return 'continue';
+    case 'refuse':
+      await emit(state, { type: 'Warning', reason: decision.reason, action: 'Switchover', note: `${decision.message}; the annotation ${ANNOTATION_SWITCHOVER} was removed` });
+      await clearRequest();
+      return 'continue';
+    case 'wait':
+      state.log.info({ reason: decision.reason }, decision.message);
+      if (decision.reason !== 'SwitchoverWaitingForOperation') await emit(state, { type: 'Normal', reason: decision.reason, action: 'Switchover', note: decision.message });
+      return 'continue';
+    case 'resign': {
+      if (decision.started) await emit(state, { type: 'Normal', reason: 'SwitchoverStarted', action: 'Switchover', note: `switchover from ${decision.leader} to ${decision.target}` });
+      state.operation = decision.operation;
+      await setSwitchoverPriorities(state, decision.target);
+      await writeStatus(state);
+      await resign(state, decision.leader);
+      state.requeueAfterMs = BUSY_REQUEUE_MS;
+      return 'stop';
+    }
+    case 'await-election':
+      state.operation = decision.operation;
+      state.requeueAfterMs = BUSY_REQUEUE_MS;
+      return 'stop';
+    case 'complete':
+      finish(decision.operation, 'Succeeded');
+      await emit(state, { type: 'Normal', reason: 'SwitchoverCompleted', action: 'Switchover', note: decision.message });
+      await clearRequest();
+      return 'continue';
+    case 'fail':
+      finish(decision.operation, 'Failed');
+      await emit(state, { type: 'Warning', reason: decision.reason, action: 'Switchover', note: `${decision.message}; the annotation ${ANNOTATION_SWITCHOVER} was removed` });
+      await clearRequest();
+      return 'continue';
+    case 'cancel':
+      finish(decision.operation, 'Cancelled');
+      await emit(state, { type: 'Normal', reason: 'SwitchoverCancelled', action: 'Switchover', note: `the annotation ${ANNOTATION_SWITCHOVER} was removed: switchover to ${decision.operation.pod ?? ''} stopped (leader ${state.leader ?? 'none'})` });
+      return 'continue';
+  }
+}
+
+/** Raises the target's election priority and lowers every other running voting node's. */
+async function setSwitchoverPriorities(state: ReconcileState, target: string): Promise<void> {
+  const voting = state.pods.filter((pod) => pod.kind === 'quorum' && pod.phase === 'Running' && !pod.terminating);
+  for (const pod of voting) {
+    const reached = await reachNode(state, pod.name);
+    if (reached === undefined) continue;
+    const priority = pod.name === target ? TARGET_PRIORITY : LOWERED_PRIORITY;
+    const outcome = await state.deps.client.setPriority(reached.endpoint, reached.credentials, priority).catch((err: unknown) => ({ kind: 'error' as const, message: String(err) }));
+    if (outcome.kind !== 'done') state.log.warn({ pod: pod.name, priority, outcome }, 'node priority not set');
+  }
+}
+
 function restartReason(state: ReconcileState): string {
   const spec = state.spec as EffectiveSpec;
   if (state.pods.some((pod) => pod.image !== undefined && pod.image !== spec.image)) return 'ImageChanged';
@@ -697,9 +970,17 @@ async function rollOut(state: ReconcileState): Promise<StepOutcome> {
   state.operation = decision.finished === undefined ? decision.operation : undefined;
   if (decision.started !== undefined) await operationStarted(state, decision.started);
   if (decision.finished !== undefined) await operationFinished(state, decision.finished.operation);
-  state.requeueAfterMs = requeueFor(state, decision.action, window.open ? undefined : window.opensAtMs);
-  await act(state, decision.action);
+  const action = withoutFenced(decision.action, state.fenced);
+  state.requeueAfterMs = requeueFor(state, action, window.open ? undefined : window.opensAtMs);
+  await act(state, action);
   return 'continue';
+}
+
+/** A fenced node is never created again while it is fenced. */
+function withoutFenced(action: Action, fenced: ReadonlySet<string>): Action {
+  if (action.kind !== 'create' || fenced.size === 0) return action;
+  const pods = action.pods.filter((pod) => !fenced.has(pod.name));
+  return pods.length === 0 ? { kind: 'none' } : { ...action, pods };
 }
 
 function requeueFor(state: ReconcileState, action: Action, opensAtMs: number | undefined): number {
@@ -754,6 +1035,7 @@ async function act(state: ReconcileState, action: Action): Promise<void> {
 async function createPods(state: ReconcileState, pods: readonly PodToCreate[]): Promise<void> {
   const spec = state.spec as EffectiveSpec;
   for (const pod of pods) {
+    if (state.fenced.has(pod.name)) continue;
     await ensureClaims(state.deps.api, buildClaims(state.identity, spec, pod.name, pod.kind, state.restore?.snapshots ?? {}));
     if (state.restore?.method === 'FileCopy' && !(await restoredFromFileCopy(state, pod.name))) continue;
     // A pod the status listed before, missing outside any operation, went away: it is remade.
@@ -830,7 +1112,8 @@ async function deletePod(state: ReconcileState, pod: string, uid: string, why: '
   }
 }
 
-async function resign(state: ReconcileState, podName: string): Promise<void> {
+/** A running pod's node endpoint and the ops credentials for its admin endpoints; undefined (logged) when either is missing. */
+async function reachNode(state: ReconcileState, podName: string): Promise<{ pod: PodView; endpoint: NodeEndpoint; credentials: { username: string; password: string } } | undefined> {
   const spec = state.spec as EffectiveSpec;
   const pod = state.pods.find((candidate) => candidate.name === podName);
   const trust = pod?.servesTls === true ? await nodeTrustCertificates(state.deps.api, state.identity, spec) : undefined;
@@ -839,9 +1122,16 @@ async function resign(state: ReconcileState, podName: string): Promise<void> {
   const credentials = await opsCredentials(state.deps.api, state.identity.namespace, spec);
   if (pod === undefined || endpoint === undefined || 'problem' in endpoint || credentials === undefined) {
     const problem = endpoint !== undefined && 'problem' in endpoint ? endpoint.problem : undefined;
-    state.log.warn({ pod: podName, problem }, 'cannot reach the leader or read the ops credentials to resign it');
-    return;
+    state.log.warn({ pod: podName, problem }, 'cannot reach the node or read the ops credentials');
+    return undefined;
   }
+  return { pod, endpoint, credentials };
+}
+
+async function resign(state: ReconcileState, podName: string): Promise<void> {
+  const reached = await reachNode(state, podName);
+  if (reached === undefined) return;
+  const { pod, endpoint, credentials } = reached;
   const outcome = await state.deps.client.resign(endpoint, credentials);
   if (outcome.kind === 'done') {
     await emit(state, { type: 'Normal', reason: 'LeaderResignRequested', action: 'Resign', note: `asked leader ${podName} to resign` });
@@ -927,6 +1217,9 @@ function statusInput(state: ReconcileState): StatusInput {
     ...(spec === undefined ? {} : { credentials: { adminSecret: spec.users.admin.name, opsSecret: spec.users.ops.name } }),
     ...(state.nextMaintenanceWindow === undefined ? {} : { nextMaintenanceWindow: state.nextMaintenanceWindow }),
     ...(state.restoredFrom === undefined ? {} : { restoredFrom: state.restoredFrom }),
+    ...(state.volumes === undefined ? {} : { volumes: state.volumes }),
+    ...(state.hibernation === undefined ? {} : { hibernation: state.hibernation }),
+    ...(state.fencing === undefined ? {} : { fencing: state.fencing }),
     ...(state.operation === undefined && state.blocked === undefined ? { restartedAt: state.restartedAt } : state.previous?.restartedAt === undefined ? {} : { restartedAt: state.previous.restartedAt }),
   };
 }

@@ -17,6 +17,10 @@ export const CONDITION_CERTIFICATES = 'CertificatesReloaded';
 /** kstatus' abnormal-true conditions, for Flux, kpt and `kubectl wait`. */
 export const CONDITION_RECONCILING = 'Reconciling';
 export const CONDITION_STALLED = 'Stalled';
+/** Which nodes eventdb.io/fenced takes out of service, or why it was refused (fence). */
+export const CONDITION_FENCED = 'Fenced';
+/** Where the PVCs stand against spec.storage (grow-volumes). */
+export const CONDITION_VOLUMES = 'VolumesExpanded';
 
 export interface StatusInput {
   readonly name: string;
@@ -46,6 +50,12 @@ export interface StatusInput {
   readonly nextMaintenanceWindow?: string;
   readonly restartedAt?: string;
   readonly restoredFrom?: EventDBClusterStatus['restoredFrom'];
+  /** The Fenced condition, when the fence step ran. */
+  readonly fencing?: ConditionState;
+  /** spec.hibernation: nodes still stopping, or none left. */
+  readonly hibernation?: 'Hibernating' | 'Hibernated';
+  /** VolumesExpanded, when grow-volumes looked at the PVCs in this reconcile (else what was said stands). */
+  readonly volumes?: ConditionState;
 }
 
 export type ConditionState = StatusInput['tls'];
@@ -128,6 +138,7 @@ function healthOf(input: StatusInput): Health {
 function phaseOf(input: StatusInput, health: Health): ClusterPhase {
   if (input.blocked !== undefined) return 'Failed';
   if (input.paused) return 'Paused';
+  if (input.hibernation !== undefined) return input.hibernation;
   if (input.operation?.kind === 'Scale') return 'Scaling';
   if (input.operation !== undefined) return 'Updating';
   if (health.allReady) return 'Ready';
@@ -141,6 +152,8 @@ function readyCondition(input: StatusInput, phase: ClusterPhase, health: Health)
   const base = { type: CONDITION_READY };
   if (input.blocked !== undefined) return { ...base, status: 'False', ...input.blocked };
   if (input.paused) return { ...base, status: 'False', reason: 'Paused', message: 'spec.paused is true: the operator observes and changes nothing' };
+  if (input.hibernation === 'Hibernated') return { ...base, status: 'False', reason: 'Hibernated', message: 'spec.hibernation is true: every node is stopped; PVCs and Secrets are kept' };
+  if (input.hibernation === 'Hibernating') return { ...base, status: 'False', reason: 'Hibernating', message: input.waiting?.message ?? 'stopping the nodes' };
   if (phase === 'Ready') return { ...base, status: 'True', reason: 'ClusterReady', message: `${health.readyVoting} of ${input.replicas} nodes ready; leader ${input.leader ?? ''}` };
   if (input.waiting !== undefined) return { ...base, status: 'False', reason: input.waiting.reason, message: input.waiting.message };
   if (input.operation !== undefined) return { ...base, status: 'False', reason: input.operation.kind, message: input.operation.step };
@@ -164,7 +177,7 @@ function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Heal
   if ((input.leaderClaimants ?? []).length > 1) {
     return { ...base, status: 'True', reason: 'MultipleLeaders', message: `several nodes claim to lead: ${(input.leaderClaimants ?? []).join(', ')}; only ${input.leader ?? ''} is labelled leader` };
   }
-  if (phase === 'Creating' || input.blocked !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
+  if (phase === 'Creating' || input.blocked !== undefined || input.hibernation !== undefined) return { ...base, status: 'False', reason: 'NotApplicable', message: '' };
   if (input.membersObserved && input.leader === undefined && health.votingPods.length > 0) {
     return { ...base, status: 'True', reason: 'NoLeader', message: 'no node reports itself leader' };
   }
@@ -174,6 +187,7 @@ function degradedCondition(input: StatusInput, phase: ClusterPhase, health: Heal
 
 function quorumCondition(input: StatusInput, health: Health): ConditionInput {
   const base = { type: CONDITION_QUORUM };
+  if (input.hibernation !== undefined) return { ...base, status: 'Unknown', reason: input.hibernation, message: 'spec.hibernation is true' };
   if (!input.membersObserved) return { ...base, status: 'Unknown', reason: 'NotObserved', message: 'gossip not read yet' };
   const quorum = quorumOf(input.clusterSize);
   if (input.leader !== undefined && health.aliveVoting >= quorum) {
@@ -199,16 +213,24 @@ export function computeStatus(input: StatusInput): EventDBClusterStatus {
   set(degradedCondition(input, phase, health));
   set(quorumCondition(input, health));
   set({ type: CONDITION_CERTIFICATES, ...input.tls });
+  if (input.volumes !== undefined) set({ type: CONDITION_VOLUMES, ...input.volumes });
+  if (input.fencing !== undefined) set({ type: CONDITION_FENCED, ...input.fencing });
   const ready = conditions.find((condition) => condition.type === CONDITION_READY);
+  const volumesRefused = input.volumes?.reason === 'ExpansionRefused' ? input.volumes : undefined;
+  const volumesExpanding = input.volumes?.reason === 'Expanding' ? input.volumes : undefined;
   set(
     input.blocked !== undefined
       ? { type: CONDITION_STALLED, status: 'True', ...input.blocked }
-      : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
+      : volumesRefused !== undefined
+        ? { type: CONDITION_STALLED, status: 'True', reason: 'VolumeExpansionRefused', message: volumesRefused.message }
+        : { type: CONDITION_STALLED, status: 'False', reason: 'NotStalled', message: '' },
   );
   set(
-    ready?.status === 'True' || input.blocked !== undefined || input.paused
-      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : 'Reconciled', message: '' }
-      : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
+    input.blocked !== undefined || input.paused || input.hibernation === 'Hibernated' || (ready?.status === 'True' && volumesExpanding === undefined)
+      ? { type: CONDITION_RECONCILING, status: 'False', reason: input.paused ? 'Paused' : input.hibernation === 'Hibernated' ? 'Hibernated' : 'Reconciled', message: '' }
+      : ready?.status === 'True' && volumesExpanding !== undefined
+        ? { type: CONDITION_RECONCILING, status: 'True', reason: 'ExpandingVolumes', message: volumesExpanding.message }
+        : { type: CONDITION_RECONCILING, status: 'True', reason: ready?.reason ?? 'Reconciling', message: ready?.message ?? '' },
   );
   const replicaPods = input.pods.filter((pod) => pod.kind === 'read-only-replica');
   const members = input.membersObserved
