@@ -1,3 +1,5 @@
+// NOT YET RUN ON KIND (issue 33): written with the day-2 steps, but no kind run fitted in the session that wrote it.
+// Rename it back to day2.test.ts (the k8s tier then runs it) once it has passed on kind.
 // Day-2 operations on a three-node EventDBCluster, operator in the cluster: a switchover to a
 // named follower under writers (no acknowledged write lost), fencing a follower (the cluster keeps
 // serving, unfence brings it back), hibernate and wake (the events written before are all there),
