@@ -27,7 +27,7 @@ interface Run {
 }
 
 /** `kubectl eventdb <args>`, the plugin found on PATH by kubectl. */
-function plugin(args: string[], timeoutMs = 120_000): Promise<Run> {
+function plugin(args: string[], timeoutMs = 120_000, record = true): Promise<Run> {
   const env = {
     ...process.env,
     KUBECONFIG: ctx().kubeconfig,
@@ -37,6 +37,7 @@ function plugin(args: string[], timeoutMs = 120_000): Promise<Run> {
   return new Promise((resolve) => {
     execFile(ctx().kubectl, ['eventdb', ...args], { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+      if (record) transcript(args, { code, stdout, stderr });
       resolve({ code, stdout, stderr });
     });
   });
@@ -90,7 +91,7 @@ function startWriter(ns: string, stream: string): { stop(): Promise<number> } {
   let written = 0;
   const loop = (async () => {
     for (let i = 0; running && i < 1000; i++) {
-      const run = await plugin(['append', 'orders', stream, 'Written', JSON.stringify({ i }), '-n', ns]);
+      const run = await plugin(['append', 'orders', stream, 'Written', JSON.stringify({ i }), '-n', ns], 120_000, false);
       if (run.code === 0) written++;
     }
   })();
@@ -110,6 +111,14 @@ function keepSample(name: string, text: string): void {
   fs.writeFileSync(path.join(SAMPLES, name), text);
 }
 
+/** Every recorded run, as a terminal would show it (stderr lines marked), for the README. */
+function transcript(args: readonly string[], run: Run): void {
+  fs.mkdirSync(SAMPLES, { recursive: true });
+  const shown = args.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg}'`)).join(' ');
+  const err = run.stderr === '' ? '' : run.stderr.replace(/^/gm, '[stderr] ').replace(/\[stderr\] $/, '');
+  fs.appendFileSync(path.join(SAMPLES, 'transcript.txt'), `$ kubectl eventdb ${shown}\n${run.stdout.slice(0, 20_000)}${err.slice(0, 5000)}# exit ${run.code}\n\n`);
+}
+
 function show(run: Run): string {
   return `exit ${run.code}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
 }
@@ -120,6 +129,7 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
   let tmp = '';
 
   beforeAll(async () => {
+    fs.rmSync(SAMPLES, { recursive: true, force: true });
     installCrds();
     operator = await startOperator({ watchNamespaces: [] });
     ns = await createNamespace('edb-plugin');
