@@ -6,7 +6,8 @@
 // checkpoint moving with appends) until Ctrl-C; logs --follow streams every node's scavenge lines
 // as the cycle runs, none twice; append then read returns the events; backup --wait ends with a Completed
 // Backup; report's archive holds the expected files and not one Secret value; logs interleave
-// all nodes by time; restart of a follower brings it back; scavenge --wait runs one cycle, followers
+// all nodes by time; restart of a follower brings it back; restart of the cluster recreates the
+// followers first and the leader last; scavenge --wait runs one cycle, followers
 // first and the leader last; the day-2 verbs the operator lacks
 // exit 1 saying so; a bad option exits 2 naming it.
 import { execFile, spawn } from 'node:child_process';
@@ -305,6 +306,26 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     expect(after?.uid).not.toBe(follower?.uid);
     await waitClusterReady(ns, 'orders', 300_000);
   }, 400_000);
+
+  it('restart of the cluster --wait rolls it: every node recreated, followers first, the leader last', async () => {
+    const cluster = await waitClusterReady(ns, 'orders', 300_000);
+    const leaderBefore = cluster.status?.leader ?? '';
+    const before = new Map((await clusterPods(ns, 'orders')).map((pod) => [pod.name, pod.uid]));
+    const order: string[] = [];
+    let done = false;
+    const restarted = plugin(['restart', 'orders', '--wait', '--timeout', '8m', '-n', ns], 540_000).finally(() => (done = true));
+    for (let i = 0; !done && i < 600; i++) {
+      for (const pod of await clusterPods(ns, 'orders').catch(() => [])) if (before.has(pod.name) && pod.uid !== before.get(pod.name) && !order.includes(pod.name)) order.push(pod.name);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    const run = await restarted;
+    expect(run.code, show(run)).toBe(0);
+    expect(run.stdout).toContain('Verdict: restarted: orders is Ready');
+    for (const pod of await clusterPods(ns, 'orders')) if (!order.includes(pod.name) && pod.uid !== before.get(pod.name)) order.push(pod.name);
+    expect([...order].sort()).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(order.at(-1), order.join(', ')).toBe(leaderBefore);
+    await waitClusterReady(ns, 'orders', 300_000);
+  }, 600_000);
 
   it('scavenge --wait runs one cycle through a one-shot schedule: followers first, the leader last; the schedule is gone after', async () => {
     const cluster = await waitClusterReady(ns, 'orders', 300_000);
