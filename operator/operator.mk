@@ -17,7 +17,7 @@ run-stop: ## delete what make run made (the demo cluster with its data, the oper
 
 #: PREFIX   the PATH directory `make plugin` links kubectl-eventdb into (default /usr/local/bin)
 PREFIX ?= /usr/local/bin
-.PHONY: plugin plugin-uninstall
+.PHONY: plugin plugin-uninstall plugin-dist
 plugin: deps ## install the kubectl plugin: compiles, then links $(PREFIX)/kubectl-eventdb to operator/bin/kubectl-eventdb (`kubectl eventdb --help`)
 	npx tsc -p tsconfig.json
 	@mkdir -p "$(PREFIX)"
@@ -26,3 +26,7 @@ plugin: deps ## install the kubectl plugin: compiles, then links $(PREFIX)/kubec
 
 plugin-uninstall: ## remove the link `make plugin` made
 	rm -f "$(PREFIX)/kubectl-eventdb"
+
+#: PLUGIN_RELEASE_URL   where a release uploads the plugin archive; the krew manifest's uri (default: the local file)
+plugin-dist: deps ## the kubectl plugin's release archive and its krew manifest with uri and sha256 filled in, in .local/plugin-dist/
+	PLUGIN_RELEASE_URL="$(PLUGIN_RELEASE_URL)" operator/plugin/dist.sh

@@ -65,4 +65,31 @@ describe('the command line', () => {
     expect(usage(['promote', 'orders'])).toContain("unknown verb 'promote'");
     expect(usage(['scavenge', 'orders', '--throttle-percent', '0'])).toContain('--throttle-percent must be between 1 and 100');
   });
+
+  it('takes -n, --context and --help on every verb, -o json|yaml on the verbs that print data, and refuses -o elsewhere', () => {
+    const samples: Record<string, string[]> = {
+      status: ['status', 'orders'], report: ['report', 'orders'], backup: ['backup', 'orders'], scavenge: ['scavenge', 'orders'],
+      restart: ['restart', 'orders'], switchover: ['switchover', 'orders', 'orders-1'], hibernate: ['hibernate', 'on', 'orders'],
+      fence: ['fence', 'on', 'orders', 'orders-1'], logs: ['logs', 'orders'], read: ['read', 'orders', 's'], append: ['append', 'orders', 's', 't', '{}'],
+    };
+    const dataVerbs = ['status', 'report', 'backup', 'scavenge', 'restart', 'read', 'append'];
+    for (const [verb, argv] of Object.entries(samples)) {
+      expect(command([...argv, '-n', 'shop', '--context', 'kind-x'])).toMatchObject({ verb, namespace: 'shop', context: 'kind-x' });
+      const help = parseCommandLine([...argv, '--help']);
+      expect(help.kind, verb).toBe('help');
+      const text = help.kind === 'help' ? help.text : '';
+      expect(text).toContain(`Usage: kubectl eventdb ${verb} `);
+      expect(text).toMatch(/Exit codes: 0 ok; 1 .+; 2 a usage error/);
+      if (dataVerbs.includes(verb)) {
+        expect(command([...argv, '-o', 'yaml'])).toMatchObject({ output: 'yaml' });
+        expect(command([...argv, '--output', 'json'])).toMatchObject({ output: 'json' });
+        expect(text).toContain('-o, --output json|yaml');
+      } else {
+        expect(usage([...argv, '-o', 'yaml'])).toContain(`${verb}: -o yaml does not apply: ${verb} prints no data`);
+      }
+    }
+    // logs: -o json is --json (the raw records), -o yaml is refused
+    expect(command(['logs', 'orders', '-o', 'json'])).toMatchObject({ json: true });
+    expect(usage(['logs', 'orders', '-o', 'yaml'])).toContain('(-o json, or --json, prints the raw records)');
+  });
 });

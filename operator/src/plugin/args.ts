@@ -78,6 +78,10 @@ interface VerbSpec {
   readonly summary: string;
   readonly options: OptionSpec;
   readonly optionHelp: readonly string[];
+  /** It prints data, so -o json|yaml applies (logs: -o json is --json; the others refuse -o). */
+  readonly data: boolean;
+  /** What exit code 1 means for this verb (0 is always success, 2 always a usage error). */
+  readonly failure: string;
 }
 
 export const VERBS: Readonly<Record<Verb, VerbSpec>> = {
@@ -86,12 +90,16 @@ export const VERBS: Readonly<Record<Verb, VerbSpec>> = {
     summary: 'phase, conditions, every node (role, readiness, epoch, checkpoints, lag), certificates, operation, backups, scavenges, warnings',
     options: { watch: { type: 'boolean', short: 'w' }, interval: { type: 'string' } },
     optionHelp: ['-w, --watch          redraw until interrupted', '    --interval <d>   redraw period with --watch (default 2s)'],
+    data: true,
+    failure: 'the cluster is not healthy (phase not Ready, a node not ready or not alive) or could not be read; with --watch, the last round\'s verdict'
   },
   report: {
     usage: 'report <cluster> [-f <file.tar.gz>]',
     summary: 'a support bundle (tar.gz): CRs, children, Events, operator and node logs, each node\'s /info /gossip /stats; Secrets redacted',
     options: { file: { type: 'string', short: 'f' }, 'log-lines': { type: 'string' } },
     optionHelp: ['-f, --file <path>    the archive (default report-<cluster>-<time>.tar.gz)', '    --log-lines <n>  log lines per container (default 5000)'],
+    data: true,
+    failure: 'the cluster could not be read or the archive not written (items that could not be collected are listed in errors.txt, exit 0)'
   },
   backup: {
     usage: 'backup <cluster> [--method VolumeSnapshot|FileCopy] [--wait]',
@@ -116,6 +124,8 @@ export const VERBS: Readonly<Record<Verb, VerbSpec>> = {
       '    --wait                 wait until the Backup is Completed or Failed',
       '    --timeout <d>          with --wait (default 30m)',
     ],
+    data: true,
+    failure: 'the Backup could not be created; with --wait, it ended Failed or did not finish within --timeout'
   },
   scavenge: {
     usage: 'scavenge <cluster> [--wait]',
@@ -127,30 +137,40 @@ export const VERBS: Readonly<Record<Verb, VerbSpec>> = {
       '    --ignore-maintenance-windows   start even outside the cluster\'s maintenance windows',
       '    --throttle-percent <1..100>    default 100',
     ],
+    data: true,
+    failure: 'the one-off schedule could not be created; with --wait, the cycle was not Success, the operator refused it, or no result within --timeout'
   },
   restart: {
     usage: 'restart <cluster> [<pod>] [--wait]',
     summary: 'a rolling restart of the cluster by the operator (annotation eventdb.io/restartedAt), or one pod',
     options: { wait: { type: 'boolean' }, timeout: { type: 'string' } },
     optionHelp: ['    --wait          wait until the restart is over', '    --timeout <d>   with --wait (default 30m)'],
+    data: true,
+    failure: 'the restart could not be requested (cluster busy, pod not a node, the leader did not resign); with --wait, not over within --timeout'
   },
   switchover: {
     usage: 'switchover <cluster> <pod>',
     summary: 'makes <pod> the leader (needs the operator\'s switchover support)',
     options: {},
     optionHelp: [],
+    data: false,
+    failure: 'always, until the operator supports switchover: nothing is changed'
   },
   hibernate: {
     usage: 'hibernate on|off <cluster>',
     summary: 'stops every node keeping the data, or brings them back (needs the operator\'s hibernation support)',
     options: {},
     optionHelp: [],
+    data: false,
+    failure: 'always, until the operator supports hibernation: nothing is changed'
   },
   fence: {
     usage: 'fence on|off <cluster> <pod>',
     summary: 'takes a node out of service without touching its data (needs the operator\'s fencing support)',
     options: {},
     optionHelp: [],
+    data: false,
+    failure: 'always, until the operator supports fencing: nothing is changed'
   },
   logs: {
     usage: 'logs <cluster> [--follow] [--json]',
@@ -162,18 +182,24 @@ export const VERBS: Readonly<Record<Verb, VerbSpec>> = {
       '    --tail <n>     the last n lines of each node',
       '    --since <d>    only lines newer than this, e.g. 10m',
     ],
+    data: false,
+    failure: 'no node\'s log could be read'
   },
   read: {
     usage: 'read <cluster> <stream> [--from N] [--count N]',
     summary: 'reads events forward with the admin credentials',
     options: { from: { type: 'string' }, count: { type: 'string' } },
     optionHelp: ['    --from <n>    first event number (default 0)', '    --count <n>   at most n events (default 20, at most 4096)'],
+    data: true,
+    failure: 'the stream does not exist or is deleted, or the read was refused'
   },
   append: {
     usage: 'append <cluster> <stream> <type> <json>',
     summary: 'appends one event with the admin credentials',
     options: {},
     optionHelp: [],
+    data: true,
+    failure: 'the append was refused (the node\'s status and message are printed)'
   },
 };
 
@@ -191,24 +217,37 @@ export function mainHelp(): string {
     '',
     ...commonHelp(),
     '',
-    'Exit codes: 0 ok, 1 failure or a bad verdict (not Ready, backup Failed, ...), 2 usage error.',
+    'Exit codes: 0 ok, 1 failure or a bad verdict (not healthy, Backup Failed, cycle not Success, ...; see each verb\'s --help), 2 usage error.',
     'Run `kubectl eventdb <verb> --help` for a verb\'s options.',
   ].join('\n');
 }
 
-function commonHelp(): string[] {
+const DATA_VERBS = (): Verb[] => VERB_NAMES.filter((verb) => VERBS[verb].data);
+
+function commonHelp(verb?: Verb): string[] {
+  const output = verb === undefined ? [`-o, --output json|yaml   data instead of text (${DATA_VERBS().join(', ')}; logs: -o json is --json)`] : VERBS[verb].data ? ['-o, --output json|yaml   the result as data instead of text'] : verb === 'logs' ? ['-o, --output json        the same as --json'] : [];
   return [
     'Common options:',
     '-n, --namespace <ns>     the cluster\'s namespace (default: the context\'s namespace, else default)',
     '    --context <name>     the kubeconfig context',
-    '-o, --output json|yaml   data instead of text (status, read, append, backup, scavenge)',
+    ...output,
     '-h, --help               this help',
   ];
 }
 
 export function verbHelp(verb: Verb): string {
   const spec = VERBS[verb];
-  return [`Usage: kubectl eventdb ${spec.usage} [-n <ns>] [--context <ctx>] [-o json|yaml]`, '', spec.summary, '', ...(spec.optionHelp.length > 0 ? ['Options:', ...spec.optionHelp, ''] : []), ...commonHelp()].join('\n');
+  const output = spec.data ? ' [-o json|yaml]' : verb === 'logs' ? ' [-o json]' : '';
+  return [
+    `Usage: kubectl eventdb ${spec.usage} [-n <ns>] [--context <ctx>]${output}`,
+    '',
+    spec.summary,
+    '',
+    ...(spec.optionHelp.length > 0 ? ['Options:', ...spec.optionHelp, ''] : []),
+    ...commonHelp(verb),
+    '',
+    `Exit codes: 0 ok; 1 ${spec.failure}; 2 a usage error (the message names the option or argument).`,
+  ].join('\n');
 }
 
 /** `90s`, `2m`, `1h30m`, `500ms`: milliseconds; a bare number is seconds. */
@@ -286,6 +325,7 @@ export function parseCommandLine(argv: readonly string[]): ParseOutcome {
   const bool = (key: string): boolean => values[key] === true;
   const output = str('output');
   if (output !== undefined && output !== 'json' && output !== 'yaml') throw new UsageError(`${verb}: --output must be json or yaml, not '${output}'`, verb);
+  if (output !== undefined && !spec.data && !(verb === 'logs' && output === 'json')) throw new UsageError(`${verb}: -o ${output} does not apply: ${verb} prints no data${verb === 'logs' ? ' (-o json, or --json, prints the raw records)' : ''}`, verb);
   const namespace = str('namespace');
   if (namespace !== undefined) dnsName(namespace, '--namespace', verb);
   const common: CommonOptions = { namespace, context: str('context'), output: output ?? 'text' };
@@ -379,7 +419,7 @@ export function parseCommandLine(argv: readonly string[]): ParseOutcome {
           verb,
           cluster: dnsName(cluster, 'cluster', verb),
           follow: bool('follow'),
-          json: bool('json'),
+          json: bool('json') || output === 'json',
           tail: tail === undefined ? undefined : parseCount(tail, 'tail', verb, 0, 10_000_000),
           sinceSeconds: since === undefined ? undefined : Math.max(1, Math.ceil(parseDurationOption(since, 'since', verb) / 1000)),
         },

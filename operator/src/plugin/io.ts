@@ -51,7 +51,7 @@ export interface PluginIo {
   /** A container's log with the kubelet's timestamps. */
   podLog(pod: string, container: string, options: { tailLines?: number; sinceSeconds?: number; previous?: boolean }): Promise<string>;
   /** Follows a container's log; each complete line goes to onLine. Resolves when it stops. */
-  followLog(pod: string, container: string, options: { tailLines?: number; sinceSeconds?: number }, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
+  followLog(pod: string, container: string, options: { tailLines?: number; sinceSeconds?: number; sinceTime?: string }, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
   /** How nodes are dialled: port-forwards through the apiserver. */
   nodeAccess(): NodeAccess;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { interleave, renderLogEntry } from './logs.js';
+import { followStart, interleave, newLinesOnly, renderLogEntry } from './logs.js';
 import { oneShotCron, stamp } from './one-off.js';
 
 describe('logs of every node', () => {
@@ -29,5 +29,19 @@ describe('the one-off scavenge cycle', () => {
     expect(oneShotCron(Date.parse('2026-12-02T01:59:20Z'))).toEqual({ schedule: '0 2 2 12 *', atMs: Date.parse('2026-12-02T02:00:00Z') });
     expect(oneShotCron(Date.parse('2026-12-31T23:59:40Z'))).toEqual({ schedule: '1 0 1 1 *', atMs: Date.parse('2027-01-01T00:01:00Z') });
     expect(stamp(Date.parse('2026-12-02T01:02:03Z'))).toBe('20261202-010203');
+  });
+
+  it('follows each pod from the second of its last printed line, dropping the lines of that second it printed already', () => {
+    const backlog = ['2026-12-02T01:00:03.100000000Z {"msg":"a"}', '2026-12-02T01:00:04.200000000Z {"msg":"b"}', '2026-12-02T01:00:04.700000000Z {"msg":"c"}', ''].join('\n');
+    const start = followStart(backlog, Date.parse('2026-12-02T01:00:09Z'));
+    expect(start.sinceTime).toBe('2026-12-02T01:00:04Z');
+    expect([...start.printed]).toEqual(['2026-12-02T01:00:04.200000000Z {"msg":"b"}', '2026-12-02T01:00:04.700000000Z {"msg":"c"}']);
+    const fresh = newLinesOnly(start);
+    const stream = ['2026-12-02T01:00:04.200000000Z {"msg":"b"}', '2026-12-02T01:00:04.700000000Z {"msg":"c"}', '2026-12-02T01:00:04.900000000Z {"msg":"d"}', '2026-12-02T01:00:05.000000000Z {"msg":"c"}'];
+    expect(stream.filter(fresh).map((line) => JSON.parse(line.slice(31)).msg)).toEqual(['d', 'c']);
+    // no backlog: from the second the backlog was asked for, every line is new
+    const empty = followStart('', Date.parse('2026-12-02T01:00:09.750Z'));
+    expect(empty).toEqual({ sinceTime: '2026-12-02T01:00:09Z', printed: new Set() });
+    expect(['x'].filter(newLinesOnly(empty))).toEqual(['x']);
   });
 });

@@ -72,3 +72,38 @@ export function renderLogEntry(entry: LogEntry, options: { readonly colour: bool
     .map(([key, value]) => `${p.dim(`${key}=`)}${formatValue(value)}`);
   return [`${p.dim(time)} ${pod} ${coloured} ${String(entry.record['msg'] ?? '')}`, ...fields].join(' ');
 }
+
+/** Where following a pod's log starts after its backlog was printed, and which lines it already printed. */
+export interface FollowStart {
+  /** RFC 3339, whole seconds (what the apiserver's sinceTime takes): the second of the last line printed, else when the backlog was asked for. */
+  readonly sinceTime: string;
+  /** The backlog's lines (with their kubelet timestamps, nanosecond precision) from that second on: the follow stream repeats them. */
+  readonly printed: ReadonlySet<string>;
+}
+
+const wholeSecond = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * PURE: the follow stream of a pod starts at the second of the last backlog line (so nothing
+ * written between the backlog and the follow is lost); the lines of that second it repeats are
+ * dropped by their exact text.
+ */
+export function followStart(backlog: string, askedAtMs: number): FollowStart {
+  const lines = backlog.split('\n').filter((line) => line.trim() !== '');
+  const stamps = lines.map((line) => Date.parse(/^(\d{4}-\d\d-\d\dT\S+)\s/.exec(line)?.[1] ?? ''));
+  const lastMs = stamps.filter((ms) => Number.isFinite(ms)).reduce((max, ms) => Math.max(max, ms), Number.NEGATIVE_INFINITY);
+  if (!Number.isFinite(lastMs)) return { sinceTime: wholeSecond(askedAtMs), printed: new Set() };
+  const fromMs = Math.floor(lastMs / 1000) * 1000;
+  return { sinceTime: wholeSecond(lastMs), printed: new Set(lines.filter((_, i) => (stamps[i] ?? Number.NaN) >= fromMs)) };
+}
+
+/** PURE: a filter for one pod's follow stream: drops the lines the backlog printed, until the first new one. */
+export function newLinesOnly(start: FollowStart): (line: string) => boolean {
+  let caughtUp = start.printed.size === 0;
+  return (line) => {
+    if (caughtUp) return true;
+    if (start.printed.has(line)) return false;
+    caughtUp = true;
+    return true;
+  };
+}

@@ -103,7 +103,7 @@ export function renderStatus(view: StatusView, options: { readonly colour: boole
   out.push(p.bold('Nodes') + (view.nodes.some((node) => node.source === 'status') ? p.dim(` (nodes not reachable now shown from status.members, observed ${dash(view.membersObservedAt)})`) : ''));
   out.push(
     table(
-      ['POD', 'ROLE', 'READY', 'EPOCH', 'WRITER', 'CHASER', 'LAG', 'UNACKED', 'CAUGHT-UP', 'RESTARTS', 'IMAGE', 'STORAGE', 'SOURCE'],
+      ['POD', 'ROLE', 'READY', 'EPOCH', 'WRITER', 'CHASER', 'LAG', 'LAG-S', 'UNACKED', 'CAUGHT-UP', 'RESTARTS', 'IMAGE', 'STORAGE', 'SOURCE'],
       view.nodes.map((node) => [
         node.pod,
         node.role === 'Leader' ? p.bold(node.role) : node.alive ? node.role : p.red(node.role),
@@ -112,6 +112,7 @@ export function renderStatus(view: StatusView, options: { readonly colour: boole
         dash(node.writerCheckpoint),
         dash(node.chaserCheckpoint),
         node.lagBytes === undefined ? '-' : node.lagBytes === 0 ? p.green('0 B') : p.yellow(formatBytes(node.lagBytes)),
+        node.lagSeconds === undefined ? '-' : node.lagSeconds === 0 ? p.green('0s') : node.lagSeconds >= 10 ? p.red(`${node.lagSeconds.toFixed(1)}s`) : p.yellow(`${node.lagSeconds.toFixed(3)}s`),
         node.ackedLagBytes === undefined ? '-' : formatBytes(node.ackedLagBytes),
         node.caughtUp === undefined ? '-' : node.caughtUp ? 'true' : p.yellow('false'),
         node.restarts > 0 ? p.yellow(String(node.restarts)) : '0',

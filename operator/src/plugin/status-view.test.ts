@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderStatus } from './render.js';
-import { buildStatusView, replicaReports, type LiveMember, type ObjectLike } from './status-view.js';
+import { buildStatusView, lagSecondsOf, newestEventOf, replicaReports, type LiveMember, type NewestEvent, type ObjectLike } from './status-view.js';
 
 const NOW = Date.parse('2026-12-02T02:00:00Z');
 
@@ -92,8 +92,8 @@ describe('the status view', () => {
     expect(plain).not.toContain('\u001b[');
     expect(plain).toContain('Phase      Ready');
     const header = plain.split('\n').find((line) => line.startsWith('POD'));
-    expect(header).toMatch(/^POD\s+ROLE\s+READY\s+EPOCH\s+WRITER\s+CHASER\s+LAG\s+UNACKED\s+CAUGHT-UP\s+RESTARTS\s+IMAGE\s+STORAGE\s+SOURCE$/);
-    expect(plain).toMatch(/orders-0\s+Follower\s+true\s+3\s+900\s+900\s+100 B\s+-\s+-\s+2\s+eventdb:0.2.0\s+data 256Mi Bound\s+status/);
+    expect(header).toMatch(/^POD\s+ROLE\s+READY\s+EPOCH\s+WRITER\s+CHASER\s+LAG\s+LAG-S\s+UNACKED\s+CAUGHT-UP\s+RESTARTS\s+IMAGE\s+STORAGE\s+SOURCE$/);
+    expect(plain).toMatch(/orders-0\s+Follower\s+true\s+3\s+900\s+900\s+100 B\s+-\s+-\s+-\s+2\s+eventdb:0.2.0\s+data 256Mi Bound\s+status/);
     expect(plain).toContain('Operation     Backup: snapshot data of orders-0, since 2026-12-02T01:58:00Z (2m0s ago)');
     expect(plain).toContain('last completed b1 (VolumeSnapshot, writer 800)');
     expect(plain).toContain('weekly: Waiting; last Success');
@@ -108,5 +108,36 @@ describe('the status view', () => {
     const view = buildStatusView({ ...input, cluster: degraded, pods: [pod('orders-0', 'follower'), pod('orders-1', 'leader'), pod('orders-2', 'follower', 0, false)], live: undefined });
     expect(view.healthy).toBe(false);
     expect(renderStatus(view, { colour: false, nowMs: NOW })).toContain('Verdict: NOT healthy (phase Degraded; orders-2 not ready)');
+  });
+
+  it('gives each follower its lag in seconds from the nodes\' own newest events: the leader\'s newest minus the follower\'s', () => {
+    const heads = new Map<string, NewestEvent>([
+      ['orders-1', { event: '41@orders-7', createdMs: NOW - 200 }],
+      ['orders-0', { event: '17@orders-3', createdMs: NOW - 2_950 }],
+      ['orders-2', { event: '41@orders-7', createdMs: NOW - 200 }],
+    ]);
+    const view = buildStatusView({ ...input, live: undefined, newestEvents: heads });
+    expect(view.nodes.map((node) => [node.pod, node.lagSeconds])).toEqual([
+      ['orders-0', 2.75],
+      ['orders-1', 0],
+      ['orders-2', 0],
+    ]);
+    const plain = renderStatus(view, { colour: false, nowMs: NOW });
+    expect(plain).toMatch(/orders-0\s+Follower\s+true\s+3\s+900\s+900\s+100 B\s+2\.750s\s/);
+    expect(plain).toMatch(/orders-2\s+Follower\s+true\s+3\s+950\s+950\s+50 B\s+0s\s/);
+    // a node that gave no head has no lag in seconds, rather than a guess
+    const partial = buildStatusView({ ...input, live: undefined, newestEvents: new Map([['orders-1', { event: '41@orders-7', createdMs: NOW }]]) });
+    expect(partial.nodes.map((node) => node.lagSeconds)).toEqual([undefined, 0, undefined]);
+  });
+
+  it('counts no lag in seconds for a node at or past the leader\'s writer checkpoint, and reads the head of a $all feed', () => {
+    expect(lagSecondsOf({ event: '9@a', createdMs: 5000 }, { event: '8@a', createdMs: 1000 }, 100, 100)).toBe(0);
+    expect(lagSecondsOf({ event: '9@a', createdMs: 5000 }, { event: '8@a', createdMs: 1000 }, 100, 90)).toBe(4);
+    expect(lagSecondsOf({ event: '9@a', createdMs: 5000 }, undefined, 100, 90)).toBeUndefined();
+    expect(lagSecondsOf({ event: '9@a', createdMs: 1000 }, { event: '8@a', createdMs: 5000 }, 100, 90)).toBe(0);
+    expect(newestEventOf({ entries: [{ title: '3@orders-1', updated: '2026-12-02T01:59:59.5Z' }] })).toEqual({ event: '3@orders-1', createdMs: NOW - 500 });
+    expect(newestEventOf({ entries: [] })).toBeUndefined();
+    expect(newestEventOf({ entries: [{ title: '3@x', updated: 'yesterday' }] })).toBeUndefined();
+    expect(newestEventOf('nonsense')).toBeUndefined();
   });
 });

@@ -30,6 +30,14 @@ export interface ReplicaReport {
   readonly caughtUp: boolean;
 }
 
+/** The head of `$all` on one node: what a reader of that node sees last. */
+export interface NewestEvent {
+  /** `<number>@<stream>`: the same event on every node. */
+  readonly event: string;
+  /** When the leader wrote it (the event's created time). */
+  readonly createdMs: number;
+}
+
 export interface StatusInput {
   readonly cluster: ObjectLike;
   readonly pods: readonly ObjectLike[];
@@ -41,6 +49,8 @@ export interface StatusInput {
   readonly live: ReadonlyMap<string, LiveMember> | undefined;
   /** The leader's replication report, when it could be read. */
   readonly replicas?: readonly ReplicaReport[];
+  /** Each node's newest event as that node serves it (its `$all` head), by pod. */
+  readonly newestEvents?: ReadonlyMap<string, NewestEvent>;
   readonly nowMs: number;
 }
 
@@ -54,6 +64,12 @@ export interface NodeRow {
   readonly chaserCheckpoint: number | undefined;
   /** Leader's writer checkpoint minus this node's; undefined without both. */
   readonly lagBytes: number | undefined;
+  /**
+   * How far behind the leader the node's data is in time: the leader's newest event's created
+   * time minus this node's newest event's (both from their own `$all` heads); 0 when the node
+   * serves the leader's newest event or is not behind its writer checkpoint; undefined without both heads.
+   */
+  readonly lagSeconds: number | undefined;
   /** From the leader's /stats: what it sent and the replica has not acknowledged, and whether it counts as caught up. */
   readonly ackedLagBytes: number | undefined;
   readonly caughtUp: boolean | undefined;
@@ -179,6 +195,7 @@ export function buildStatusView(input: StatusInput): StatusView {
     return {
       ...row,
       lagBytes: leaderCheckpoint === undefined || row.writerCheckpoint === undefined ? undefined : Math.max(0, leaderCheckpoint - row.writerCheckpoint),
+      lagSeconds: isLeader ? (input.newestEvents?.has(row.pod) === true ? 0 : undefined) : lagSecondsOf(input.newestEvents?.get(leaderRow?.pod ?? ''), input.newestEvents?.get(row.pod), leaderCheckpoint, row.writerCheckpoint),
       ackedLagBytes: isLeader && input.replicas !== undefined ? 0 : report?.lagBytes,
       caughtUp: isLeader && input.replicas !== undefined ? true : report?.caughtUp,
     };
@@ -274,6 +291,29 @@ export function buildStatusView(input: StatusInput): StatusView {
     warnings,
     healthy: phase === 'Ready' && nodes.length > 0 && nodes.every((node) => node.ready && node.alive),
   };
+}
+
+/**
+ * Seconds the node's newest event is older than the leader's newest (3 decimals); 0 when it has
+ * the leader's newest event, or at least the leader's writer checkpoint.
+ */
+export function lagSecondsOf(leader: NewestEvent | undefined, node: NewestEvent | undefined, leaderCheckpoint: number | undefined, nodeCheckpoint: number | undefined): number | undefined {
+  if (leader === undefined || node === undefined) return undefined;
+  if (node.event === leader.event) return 0;
+  if (leaderCheckpoint !== undefined && nodeCheckpoint !== undefined && nodeCheckpoint >= leaderCheckpoint) return 0;
+  return Math.max(0, Math.round(leader.createdMs - node.createdMs)) / 1000;
+}
+
+/**
+ * The newest event of a node's `GET /streams/$all/head/backward/1` Atom JSON feed (undefined:
+ * an empty log or an unexpected document): its title (`<number>@<stream>`) and created time.
+ */
+export function newestEventOf(feed: unknown): NewestEvent | undefined {
+  const entry = ((feed as Any | undefined)?.['entries'] as unknown[] | undefined)?.[0] as Any | undefined;
+  if (entry === undefined || entry === null || typeof entry !== 'object') return undefined;
+  const createdMs = time(entry['updated']);
+  if (typeof entry['title'] !== 'string' || Number.isNaN(createdMs)) return undefined;
+  return { event: entry['title'], createdMs };
 }
 
 /** replication.replicas of the leader's GET /stats (absent or malformed: none). */

@@ -23,13 +23,14 @@ import {
   SERVICES,
   VOLUME_SNAPSHOTS,
 } from '../runtime/resource-types.js';
+import type { Credentials } from '../node-client/node-client.js';
 import type { Command } from './args.js';
 import { ClusterNodes, PluginError, credentialsOf, loadCluster, newEventId, type ClusterHandle, type PluginIo } from './io.js';
-import { interleave, parseLogLine, renderLogEntry } from './logs.js';
+import { followStart, interleave, newLinesOnly, parseLogLine, renderLogEntry } from './logs.js';
 import { oneOffSchedule, stamp } from './one-off.js';
 import { REDACTED, redactList, redactObject, redactSecret, redactionNotice, scrubText, secretValues, type RedactedSecret } from './redact.js';
 import { formatData, paint, renderStatus, table } from './render.js';
-import { buildStatusView, replicaReports, type ReplicaReport, type StatusView } from './status-view.js';
+import { buildStatusView, newestEventOf, replicaReports, type NewestEvent, type ReplicaReport, type StatusView } from './status-view.js';
 import { tarGz, type TarEntry } from './tar.js';
 
 export interface Terminal {
@@ -109,19 +110,20 @@ async function gatherStatus(io: PluginIo, name: string, term: Terminal): Promise
   const nodes = new ClusterNodes(io, handle);
   let live: Awaited<ReturnType<ClusterNodes['members']>> | undefined;
   let replicas: ReplicaReport[] | undefined;
+  let newestEvents: Map<string, NewestEvent> | undefined;
   try {
     live = await nodes.members();
+    const credentials = await credentialsOf(io, handle, 'admin').catch(() => undefined);
     // The leader's own account of each replica (acknowledged position, caught up), from /stats.
     const leader = [...live.values()].find((member) => member.role === 'Leader' && member.alive);
     const leaderPod = handle.pods.find((pod) => pod.name === leader?.pod);
-    if (leaderPod !== undefined) {
-      try {
-        const answer = await nodes.request(leaderPod, '/stats', { headers: { accept: 'application/json' }, credentials: await credentialsOf(io, handle, 'admin') });
-        if (answer.status === 200) replicas = replicaReports(JSON.parse(answer.text));
-      } catch {
-        replicas = undefined; // no credentials to read, or no answer: the gossip lag stands alone
-      }
-    }
+    const answering = handle.pods.filter((pod) => live?.get(pod.name)?.alive === true);
+    const [stats, heads] = await Promise.all([
+      leaderPod === undefined || credentials === undefined ? undefined : leaderReplicas(nodes, leaderPod, credentials),
+      credentials === undefined ? undefined : newestEventsOf(nodes, answering, credentials),
+    ]);
+    replicas = stats;
+    newestEvents = heads;
   } catch (err: unknown) {
     term.stderr(`warning: the nodes could not be asked (${(err as Error).message}); node data from status.members\n`);
   } finally {
@@ -129,16 +131,49 @@ async function gatherStatus(io: PluginIo, name: string, term: Terminal): Promise
   }
   const mine = (object: KubeObject): boolean => ((object['spec'] as Any | undefined)?.['cluster']?.['name'] ?? '') === name;
   const related = new Set([name, ...podObjects.map((pod) => pod.metadata.name ?? ''), ...backups.filter(mine).map((b) => b.metadata.name ?? ''), ...schedules.filter(mine).map((s) => s.metadata.name ?? '')]);
-  const view = buildStatusView({ cluster: handle.cluster, pods: podObjects, claims, backups, schedules, events: eventsAbout(events, related), live, ...(replicas === undefined ? {} : { replicas }), nowMs: term.nowMs() });
+  const view = buildStatusView({ cluster: handle.cluster, pods: podObjects, claims, backups, schedules, events: eventsAbout(events, related), live, ...(replicas === undefined ? {} : { replicas }), ...(newestEvents === undefined ? {} : { newestEvents }), nowMs: term.nowMs() });
   return { view, handle };
+}
+
+/** The leader's replication report from its /stats; undefined when it did not answer. */
+async function leaderReplicas(nodes: ClusterNodes, leader: PodView, credentials: Credentials): Promise<ReplicaReport[] | undefined> {
+  try {
+    const answer = await nodes.request(leader, '/stats', { headers: { accept: 'application/json' }, credentials });
+    return answer.status === 200 ? replicaReports(JSON.parse(answer.text)) : undefined;
+  } catch {
+    return undefined; // no answer: the gossip lag stands alone
+  }
+}
+
+/**
+ * Each node's newest event as that node serves it (the head of its own `$all`, read from that
+ * node, not forwarded): the leader's and a follower's created times give the follower's lag in
+ * seconds. A node that does not answer has none.
+ */
+async function newestEventsOf(nodes: ClusterNodes, pods: readonly PodView[], credentials: Credentials): Promise<Map<string, NewestEvent>> {
+  const heads = new Map<string, NewestEvent>();
+  await Promise.all(
+    pods.map(async (pod) => {
+      try {
+        const answer = await nodes.request(pod, '/streams/%24all/head/backward/1', { headers: { accept: 'application/vnd.eventstore.atom+json', 'es-requireleader': 'false' }, credentials, timeoutMs: 8000 });
+        const head = answer.status === 200 ? newestEventOf(JSON.parse(answer.text)) : undefined;
+        if (head !== undefined) heads.set(pod.name, head);
+      } catch {
+        // no head for this node: its lag in seconds shows as '-'
+      }
+    }),
+  );
+  return heads;
 }
 
 async function status(command: C<'status'>, io: PluginIo, term: Terminal): Promise<number> {
   for (let round = 0; ; round++) {
     const { view } = await gatherStatus(io, command.cluster, term);
     if (command.watch && term.tty && command.output === 'text') term.stdout('\u001b[H\u001b[2J');
-    else if (round > 0) term.stdout(command.output === 'json' ? '' : command.output === 'yaml' ? '---\n' : '\n');
-    emit(term, command, view, () => renderStatus(view, { colour: term.tty && process.env['NO_COLOR'] === undefined, nowMs: term.nowMs() }));
+    else if (round > 0 && command.output !== 'json') term.stdout(command.output === 'yaml' ? '---\n' : '\n');
+    // --watch -o json: one JSON document a line (a round each), for jq and line readers.
+    if (command.watch && command.output === 'json') term.stdout(`${JSON.stringify(view)}\n`);
+    else emit(term, command, view, () => renderStatus(view, { colour: term.tty && process.env['NO_COLOR'] === undefined, nowMs: term.nowMs() }));
     if (!command.watch) return view.healthy ? 0 : 1;
     await sleep(command.intervalMs, term.signal);
     if (term.signal.aborted) return view.healthy ? 0 : 1;
@@ -522,6 +557,7 @@ async function logs(command: C<'logs'>, io: PluginIo, term: Terminal): Promise<n
   const options = { ...(command.tail === undefined ? {} : { tailLines: command.tail }), ...(command.sinceSeconds === undefined ? {} : { sinceSeconds: command.sinceSeconds }) };
   const texts = new Map<string, string>();
   const failures: string[] = [];
+  const askedAtMs = term.nowMs();
   await Promise.all(
     pods.map(async (pod) => {
       try {
@@ -534,16 +570,20 @@ async function logs(command: C<'logs'>, io: PluginIo, term: Terminal): Promise<n
   for (const entry of interleave(texts)) term.stdout(`${renderLogEntry(entry, { colour, podWidth, json: command.json })}\n`);
   for (const failure of failures) term.stderr(`warning: no log of ${failure}\n`);
   if (!command.follow) return failures.length === pods.length ? 1 : 0;
-  // Following: lines print as they come, each pod's stream from now on.
+  // Following: each pod's stream from the second of its last printed line (nothing written in
+  // between is lost; the lines of that second printed already are dropped), lines as they come.
   await Promise.all(
-    pods.map((pod) =>
-      io
-        .followLog(pod, 'eventdb', { sinceSeconds: 1 }, (line) => {
+    pods.map((pod) => {
+      const start = followStart(texts.get(pod) ?? '', askedAtMs);
+      const fresh = newLinesOnly(start);
+      return io
+        .followLog(pod, 'eventdb', { sinceTime: start.sinceTime }, (line) => {
+          if (!fresh(line)) return;
           const entry = parseLogLine(pod, line);
           if (entry !== undefined) term.stdout(`${renderLogEntry(entry, { colour, podWidth, json: command.json })}\n`);
         }, term.signal)
-        .catch((err: unknown) => term.stderr(`warning: following ${pod} stopped: ${(err as Error).message}\n`)),
-    ),
+        .catch((err: unknown) => term.stderr(`warning: following ${pod} stopped: ${(err as Error).message}\n`));
+    }),
   );
   return 0;
 }

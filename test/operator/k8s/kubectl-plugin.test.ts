@@ -1,13 +1,16 @@
 // `kubectl eventdb` against a three-node EventDBCluster on kind, the operator installed from the
 // chart. The plugin runs as users run it: kubectl finds operator/bin/kubectl-eventdb on PATH and
 // the plugin uses the kubeconfig kubectl was given (KUBECONFIG). Each verb is judged by what it
-// prints, its exit code and what changed in the cluster: status lists every node with the right
-// roles and a lag; append then read returns the events; backup --wait ends with a Completed
+// prints, its exit code and what changed in the cluster: status, under a writer, lists every node
+// with the right roles and a lag in bytes and seconds; status --watch redraws (the leader's writer
+// checkpoint moving with appends) until Ctrl-C; logs --follow streams every node's scavenge lines
+// as the cycle runs, none twice; append then read returns the events; backup --wait ends with a Completed
 // Backup; report's archive holds the expected files and not one Secret value; logs interleave
-// all nodes by time; restart of a follower brings it back; scavenge --wait runs one cycle, followers
+// all nodes by time; restart of a follower brings it back; restart of the cluster recreates the
+// followers first and the leader last; scavenge --wait runs one cycle, followers
 // first and the leader last; the day-2 verbs the operator lacks
 // exit 1 saying so; a bad option exits 2 naming it.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,7 +28,7 @@ interface Run {
 }
 
 /** `kubectl eventdb <args>`, the plugin found on PATH by kubectl. */
-function plugin(args: string[], timeoutMs = 120_000): Promise<Run> {
+function plugin(args: string[], timeoutMs = 120_000, record = true): Promise<Run> {
   const env = {
     ...process.env,
     KUBECONFIG: ctx().kubeconfig,
@@ -35,9 +38,86 @@ function plugin(args: string[], timeoutMs = 120_000): Promise<Run> {
   return new Promise((resolve) => {
     execFile(ctx().kubectl, ['eventdb', ...args], { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+      if (record) transcript(args, { code, stdout, stderr });
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+interface Running {
+  readonly out: () => string;
+  readonly err: () => string;
+  /** SIGINT (as Ctrl-C), then the exit code; SIGKILL when it does not end within 20 s. */
+  stop(): Promise<number>;
+}
+
+/** `kubectl eventdb <args>` left running (--watch, --follow); kubectl execs the plugin, so the signal reaches it. */
+function startPlugin(args: string[]): Running {
+  const env = {
+    ...process.env,
+    KUBECONFIG: ctx().kubeconfig,
+    PATH: `${path.join(REPO, 'operator/bin')}${path.delimiter}${path.dirname(process.execPath)}${path.delimiter}${process.env['PATH'] ?? ''}`,
+    NODE: process.execPath,
+  };
+  const child = spawn(ctx().kubectl, ['eventdb', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal === null ? -1 : 128))));
+  return {
+    out: () => out,
+    err: () => err,
+    async stop() {
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+async function until(what: string, timeoutMs: number, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A writer: appends through the plugin one event after another until stopped. */
+function startWriter(ns: string, stream: string): { stop(): Promise<number> } {
+  let running = true;
+  let written = 0;
+  const loop = (async () => {
+    for (let i = 0; running && i < 1000; i++) {
+      const run = await plugin(['append', 'orders', stream, 'Written', JSON.stringify({ i }), '-n', ns], 120_000, false);
+      if (run.code === 0) written++;
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return written;
+    },
+  };
+}
+
+/** Real output kept for the README (.local/ is not committed). */
+const SAMPLES = path.join(REPO, '.local', 'kubectl-plugin-samples');
+function keepSample(name: string, text: string): void {
+  fs.mkdirSync(SAMPLES, { recursive: true });
+  fs.writeFileSync(path.join(SAMPLES, name), text);
+}
+
+/** Every recorded run, as a terminal would show it (stderr lines marked), for the README. */
+function transcript(args: readonly string[], run: Run): void {
+  fs.mkdirSync(SAMPLES, { recursive: true });
+  const shown = args.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg}'`)).join(' ');
+  const err = run.stderr === '' ? '' : run.stderr.replace(/^/gm, '[stderr] ').replace(/\[stderr\] $/, '');
+  fs.appendFileSync(path.join(SAMPLES, 'transcript.txt'), `$ kubectl eventdb ${shown}\n${run.stdout.slice(0, 20_000)}${err.slice(0, 5000)}# exit ${run.code}\n\n`);
 }
 
 function show(run: Run): string {
@@ -50,6 +130,7 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
   let tmp = '';
 
   beforeAll(async () => {
+    fs.rmSync(SAMPLES, { recursive: true, force: true });
     installCrds();
     operator = await startOperator({ watchNamespaces: [] });
     ns = await createNamespace('edb-plugin');
@@ -64,8 +145,20 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     await operator?.stop();
   }, 600_000);
 
-  it('status lists every node with its role, checkpoints and lag, as text and as JSON', async () => {
+  it('status lists every node with its role, checkpoints and lag (bytes and seconds) under a writer, as text and as JSON', async () => {
+    const writer = startWriter(ns, 'status-writer');
+    let written = 0;
+    try {
+      await statusUnderWriter();
+    } finally {
+      written = await writer.stop();
+    }
+    expect(written).toBeGreaterThan(0);
+  }, 300_000);
+
+  async function statusUnderWriter(): Promise<void> {
     const text = await plugin(['status', 'orders', '-n', ns]);
+    keepSample('status.txt', `$ kubectl eventdb status orders -n ${ns}\n${text.stdout}`);
     expect(text.code, show(text)).toBe(0);
     expect(text.stdout).not.toContain('\u001b[');
     const cluster = await getCluster(ns, 'orders');
@@ -91,7 +184,39 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
       expect(node.writerCheckpoint).toBeGreaterThan(0);
     }
     expect(view.nodes.find((node) => node.role === 'Leader')?.lagBytes).toBe(0);
-  });
+    // lag in seconds: from each node's own newest event (its $all head); the leader's is 0, and a
+    // follower keeping up with one writer is well under a minute behind
+    const lagSeconds = view.nodes.map((node) => (node as { lagSeconds?: number }).lagSeconds);
+    for (const value of lagSeconds) expect(typeof value, JSON.stringify(view.nodes)).toBe('number');
+    expect((view.nodes.find((node) => node.role === 'Leader') as { lagSeconds?: number }).lagSeconds).toBe(0);
+    for (const value of lagSeconds) expect(value).toBeLessThan(60);
+    expect(text.stdout).toMatch(/LAG\s+LAG-S\s+UNACKED/);
+  }
+
+  it('status --watch redraws until interrupted: one JSON document a line, the leader\'s writer checkpoint moving with the appends; Ctrl-C ends it with the verdict', async () => {
+    const watch = startPlugin(['status', 'orders', '-n', ns, '--watch', '--interval', '1s', '-o', 'json']);
+    const rounds = (): { nodes: { role: string; writerCheckpoint: number }[] }[] =>
+      watch.out().split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line) as { nodes: { role: string; writerCheckpoint: number }[] });
+    let code = -1;
+    try {
+      await until('a first status round', 90_000, () => rounds().length >= 1);
+      const first = rounds()[0]?.nodes.find((node) => node.role === 'Leader')?.writerCheckpoint ?? 0;
+      for (let n = 0; n < 3; n++) expect((await plugin(['append', 'orders', 'watched', 'Seen', JSON.stringify({ n }), '-n', ns])).code).toBe(0);
+      await until('a round showing the appends', 90_000, () => (rounds().at(-1)?.nodes.find((node) => node.role === 'Leader')?.writerCheckpoint ?? 0) > first);
+    } finally {
+      code = await watch.stop();
+    }
+    expect(code, watch.err()).toBe(0);
+    expect(rounds().length).toBeGreaterThanOrEqual(2);
+    for (const round of rounds()) expect(round.nodes.map((node) => node.role).sort()).toEqual(['Follower', 'Follower', 'Leader']);
+    const text = startPlugin(['status', 'orders', '-n', ns, '--watch', '--interval', '1s']);
+    try {
+      await until('two text rounds', 90_000, () => (text.out().match(/^Verdict: /gm) ?? []).length >= 2);
+    } finally {
+      expect(await text.stop()).toBe(0);
+    }
+    expect(text.out()).not.toContain('\u001b['); // a pipe: no colour, no screen clearing
+  }, 300_000);
 
   it('append then read returns the events with the admin credentials', async () => {
     for (const [n, expected] of [[1, 0], [2, 1]] as const) {
@@ -182,10 +307,48 @@ describe.skipIf(ctx().skipReason !== '')('kubectl eventdb against a three-node c
     await waitClusterReady(ns, 'orders', 300_000);
   }, 400_000);
 
+  it('restart of the cluster --wait rolls it: every node recreated, followers first, the leader last', async () => {
+    const cluster = await waitClusterReady(ns, 'orders', 300_000);
+    const leaderBefore = cluster.status?.leader ?? '';
+    const before = new Map((await clusterPods(ns, 'orders')).map((pod) => [pod.name, pod.uid]));
+    const order: string[] = [];
+    let done = false;
+    const restarted = plugin(['restart', 'orders', '--wait', '--timeout', '8m', '-n', ns], 540_000).finally(() => (done = true));
+    for (let i = 0; !done && i < 600; i++) {
+      for (const pod of await clusterPods(ns, 'orders').catch(() => [])) if (before.has(pod.name) && pod.uid !== before.get(pod.name) && !order.includes(pod.name)) order.push(pod.name);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    const run = await restarted;
+    expect(run.code, show(run)).toBe(0);
+    expect(run.stdout).toContain('Verdict: restarted: orders is Ready');
+    for (const pod of await clusterPods(ns, 'orders')) if (!order.includes(pod.name) && pod.uid !== before.get(pod.name)) order.push(pod.name);
+    expect([...order].sort()).toEqual(['orders-0', 'orders-1', 'orders-2']);
+    expect(order.at(-1), order.join(', ')).toBe(leaderBefore);
+    await waitClusterReady(ns, 'orders', 300_000);
+  }, 600_000);
+
   it('scavenge --wait runs one cycle through a one-shot schedule: followers first, the leader last; the schedule is gone after', async () => {
     const cluster = await waitClusterReady(ns, 'orders', 300_000);
     const leaderBefore = cluster.status?.leader ?? '';
-    const run = await plugin(['scavenge', 'orders', '--wait', '--timeout', '5m', '-n', ns, '-o', 'json'], 480_000);
+    // logs --follow runs through the cycle: the nodes' scavenge lines arrive as they are written
+    const follow = startPlugin(['logs', 'orders', '-n', ns, '--tail', '20', '--follow', '--json']);
+    let followCode = -1;
+    let run: Run = { code: -1, stdout: '', stderr: '' };
+    const followedAt = Date.now();
+    try {
+      await until('the followed backlog', 90_000, () => follow.out().split('\n').length > 3);
+      run = await plugin(['scavenge', 'orders', '--wait', '--timeout', '5m', '-n', ns, '-o', 'json'], 480_000);
+      await until('every node\'s "scavenge completed" in the followed log', 60_000, () => ['orders-0', 'orders-1', 'orders-2'].every((pod) => follow.out().split('\n').some((line) => line.startsWith(`{"pod":"${pod}"`) && line.includes('"msg":"scavenge completed"'))));
+    } finally {
+      followCode = await follow.stop();
+    }
+    expect(followCode, follow.err()).toBe(0);
+    const followed = follow.out().split('\n').filter((line) => line.trim() !== '');
+    const records = followed.map((line) => JSON.parse(line) as { pod: string; time: number; msg?: string });
+    const completed = records.filter((record) => record.msg === 'scavenge completed' && record.time >= followedAt);
+    expect(new Set(completed.map((record) => record.pod)), follow.out().slice(-3000)).toEqual(new Set(['orders-0', 'orders-1', 'orders-2']));
+    expect(new Set(followed).size).toBe(followed.length); // no line printed twice (backlog and stream overlap)
+    keepSample('logs-follow.txt', followed.filter((line) => line.includes('scavenge')).slice(0, 12).join('\n'));
     expect(run.code, show(run)).toBe(0);
     const outcome = JSON.parse(run.stdout) as { schedule: string; cycle: { result: string }; nodes: { pod: string; result: string }[] };
     expect(outcome.cycle.result).toBe('Success');
