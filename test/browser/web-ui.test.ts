@@ -392,7 +392,8 @@ describe('admin', () => {
     await page.getByLabel('Full name').fill('Reader');
     await page.getByLabel('Password', { exact: true }).fill('reader-pw');
     await page.getByRole('button', { name: 'Create user' }).click();
-    await expect.poll(() => page.getByTestId('users').locator('tr[data-login="ui-reader"]').count()).toBe(1);
+    // creating a user hashes its password (scrypt): on a loaded machine that takes longer than poll's default 1 s
+    await expect.poll(() => page.getByTestId('users').locator('tr[data-login="ui-reader"]').count(), { timeout: 15_000 }).toBe(1);
 
     const reader = await openPage(browser);
     try {
